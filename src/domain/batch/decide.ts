@@ -1,0 +1,113 @@
+import { Data, Either } from "effect"
+import type { BatchEvent, RowError, RowResponse } from "./events.js"
+import { type BatchState, evolve, idleRows, isFinal, rowPhase } from "./state.js"
+
+export const MAX_ATTEMPTS = 8
+
+export type RowOutcome =
+  | { readonly _tag: "Completed"; readonly response: RowResponse; readonly costUsd: number }
+  /** `error.code` is the code the row ends with if no attempt is left. */
+  | { readonly _tag: "Retryable"; readonly error: RowError; readonly retryAt: number }
+  | { readonly _tag: "Permanent"; readonly error: RowError }
+
+export type BatchCommand =
+  | { readonly type: "StartRow"; readonly row: number; readonly at: number }
+  | { readonly type: "SettleRow"; readonly row: number; readonly attempt: number; readonly at: number; readonly outcome: RowOutcome }
+  /** After a restart: the attempt that was running when the process stopped is lost and must run again. */
+  | { readonly type: "InterruptRow"; readonly row: number; readonly at: number }
+  | { readonly type: "Cancel"; readonly at: number }
+  | { readonly type: "Fail"; readonly at: number; readonly error: { readonly code: string; readonly message: string } }
+  | { readonly type: "Expire"; readonly at: number }
+  | { readonly type: "Delete"; readonly at: number }
+
+export class BatchNotFound extends Data.TaggedError("BatchNotFound")<{ readonly batchId: string }> {}
+export class RowsStillRunning extends Data.TaggedError("RowsStillRunning")<{
+  readonly batchId: string
+  readonly running: number
+}> {}
+
+export type Rejection = BatchNotFound | RowsStillRunning
+export type Decision = Either.Either<ReadonlyArray<BatchEvent>, Rejection>
+
+const none: Decision = Either.right([])
+
+/** The batch's closing event once nothing runs and nothing waits, given the events just decided. */
+const closeIfDone = (state: BatchState, decided: ReadonlyArray<BatchEvent>, at: number): ReadonlyArray<BatchEvent> => {
+  const after = decided.reduce(evolve, state)
+  if (after.running > 0 || isFinal(after.status)) return decided
+  if (after.status === "cancelling") return [...decided, { type: "batch_cancelled", batch_id: state.id, at }]
+  if (idleRows(after) === 0) return [...decided, { type: "batch_completed", batch_id: state.id, at }]
+  return decided
+}
+
+const startRow = (state: BatchState, row: number, at: number): Decision => {
+  if (state.closed || isFinal(state.status) || row < 0 || row >= state.total) return none
+  const phase = rowPhase(state, row)
+  if (phase !== undefined && phase.status !== "queued") return none
+  const attempt = (phase?.attempt ?? 0) + 1
+  if (attempt > MAX_ATTEMPTS) return none
+  const started: BatchEvent = { type: "row_started", batch_id: state.id, row, attempt, at }
+  return Either.right(
+    state.status === "validating" ? [{ type: "batch_started", batch_id: state.id, at }, started] : [started],
+  )
+}
+
+const settleRow = (state: BatchState, row: number, attempt: number, at: number, outcome: RowOutcome): Decision => {
+  const phase = rowPhase(state, row)
+  if (phase?.status !== "running" || phase.attempt !== attempt) return none
+  const ids = { batch_id: state.id, row, attempt, at }
+  const event: BatchEvent = (() => {
+    switch (outcome._tag) {
+      case "Completed":
+        return { type: "row_completed", ...ids, response: outcome.response, cost_usd: outcome.costUsd }
+      case "Permanent":
+        return { type: "row_failed", ...ids, error: outcome.error }
+      case "Retryable":
+        if (state.closed) return { type: "row_cancelled", ...ids, error: outcome.error }
+        if (attempt >= MAX_ATTEMPTS) return { type: "row_failed", ...ids, error: outcome.error }
+        return { type: "row_retrying", ...ids, error: outcome.error, retry_at: outcome.retryAt }
+    }
+  })()
+  return Either.right(closeIfDone(state, [event], at))
+}
+
+const interruptRow = (state: BatchState, row: number, at: number): Decision => {
+  const phase = rowPhase(state, row)
+  if (phase?.status !== "running") return none
+  return settleRow(state, row, phase.attempt, at, {
+    _tag: "Retryable",
+    error: { code: "upstream_error", message: "The request was interrupted by a restart of the batch service" },
+    retryAt: at,
+  })
+}
+
+const close = (state: BatchState, event: BatchEvent, at: number): Decision =>
+  state.closed || isFinal(state.status) ? none : Either.right(closeIfDone(state, [event], at))
+
+export const decide = (command: BatchCommand, state: BatchState): Decision => {
+  if (!state.exists || state.deleted) return Either.left(new BatchNotFound({ batchId: state.id }))
+  switch (command.type) {
+    case "StartRow":
+      return startRow(state, command.row, command.at)
+    case "SettleRow":
+      return settleRow(state, command.row, command.attempt, command.at, command.outcome)
+    case "InterruptRow":
+      return interruptRow(state, command.row, command.at)
+    case "Cancel":
+      return close(state, { type: "batch_cancelling", batch_id: state.id, at: command.at, cancelled_rows: idleRows(state) }, command.at)
+    case "Fail":
+      return close(state, {
+        type: "batch_failed",
+        batch_id: state.id,
+        at: command.at,
+        error: command.error,
+        failed_rows: idleRows(state),
+      }, command.at)
+    case "Expire":
+      return close(state, { type: "batch_expired", batch_id: state.id, at: command.at, expired_rows: idleRows(state) }, command.at)
+    case "Delete":
+      return state.running > 0
+        ? Either.left(new RowsStillRunning({ batchId: state.id, running: state.running }))
+        : Either.right([{ type: "batch_deleted", batch_id: state.id, at: command.at }])
+  }
+}

@@ -1,0 +1,136 @@
+import { Schema } from "effect"
+
+/*
+ * The batch events are the storage format of the log: auditors replay them and
+ * projections are rebuilt from them. Never rename or remove a type or field;
+ * only add new types or optional fields. Times are Unix milliseconds; rows are
+ * 0-based indexes in submission order.
+ */
+
+export const RowError = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String,
+  status: Schema.optional(Schema.Number),
+})
+export type RowError = typeof RowError.Type
+
+export const RowResponse = Schema.Struct({
+  status_code: Schema.Number,
+  request_id: Schema.String,
+  body: Schema.Unknown,
+})
+export type RowResponse = typeof RowResponse.Type
+
+const Ids = { batch_id: Schema.String }
+const RowIds = { batch_id: Schema.String, row: Schema.Number, attempt: Schema.Number, at: Schema.Number }
+
+export const BatchCreated = Schema.Struct({
+  type: Schema.Literal("batch_created"),
+  ...Ids,
+  account_id: Schema.String,
+  key_id: Schema.String,
+  created_at: Schema.Number,
+  expires_at: Schema.Number,
+  completion_window: Schema.String,
+  metadata: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
+  total: Schema.Number,
+  models: Schema.Array(Schema.String),
+})
+
+/** The input rows travel in chunks: no log message may exceed the server's max payload. */
+export const RowsAdded = Schema.Struct({
+  type: Schema.Literal("rows_added"),
+  ...Ids,
+  first: Schema.Number,
+  rows: Schema.Array(
+    Schema.Struct({ custom_id: Schema.String, model: Schema.String, body: Schema.Unknown }),
+  ),
+})
+
+export const BatchStarted = Schema.Struct({ type: Schema.Literal("batch_started"), ...Ids, at: Schema.Number })
+
+export const RowStarted = Schema.Struct({ type: Schema.Literal("row_started"), ...RowIds })
+
+export const RowRetrying = Schema.Struct({
+  type: Schema.Literal("row_retrying"),
+  ...RowIds,
+  error: RowError,
+  retry_at: Schema.Number,
+})
+
+export const RowCompleted = Schema.Struct({
+  type: Schema.Literal("row_completed"),
+  ...RowIds,
+  response: RowResponse,
+  cost_usd: Schema.Number,
+})
+
+export const RowFailed = Schema.Struct({ type: Schema.Literal("row_failed"), ...RowIds, error: RowError })
+
+/** A running row whose attempt failed transiently after its batch was cancelled: it is not retried. */
+export const RowCancelled = Schema.Struct({
+  type: Schema.Literal("row_cancelled"),
+  ...RowIds,
+  error: Schema.NullOr(RowError),
+})
+
+/** Every row not running and not finished at this point is cancelled. */
+export const BatchCancelling = Schema.Struct({
+  type: Schema.Literal("batch_cancelling"),
+  ...Ids,
+  at: Schema.Number,
+  cancelled_rows: Schema.Number,
+})
+
+export const BatchCancelled = Schema.Struct({ type: Schema.Literal("batch_cancelled"), ...Ids, at: Schema.Number })
+export const BatchCompleted = Schema.Struct({ type: Schema.Literal("batch_completed"), ...Ids, at: Schema.Number })
+
+/** Every row not running and not finished at this point fails with `batch_failed`. */
+export const BatchFailed = Schema.Struct({
+  type: Schema.Literal("batch_failed"),
+  ...Ids,
+  at: Schema.Number,
+  error: Schema.Struct({ code: Schema.String, message: Schema.String }),
+  failed_rows: Schema.Number,
+})
+
+/** Every row not running and not finished at this point expires with `batch_expired`. */
+export const BatchExpired = Schema.Struct({
+  type: Schema.Literal("batch_expired"),
+  ...Ids,
+  at: Schema.Number,
+  expired_rows: Schema.Number,
+})
+
+export const BatchDeleted = Schema.Struct({ type: Schema.Literal("batch_deleted"), ...Ids, at: Schema.Number })
+
+export const BatchEvent = Schema.Union(
+  BatchCreated,
+  RowsAdded,
+  BatchStarted,
+  RowStarted,
+  RowRetrying,
+  RowCompleted,
+  RowFailed,
+  RowCancelled,
+  BatchCancelling,
+  BatchCancelled,
+  BatchCompleted,
+  BatchFailed,
+  BatchExpired,
+  BatchDeleted,
+)
+export type BatchEvent = typeof BatchEvent.Type
+export type BatchEventType = BatchEvent["type"]
+
+/** Lifecycle events happen at most once per batch; the log guards that with an expected subject sequence of 0. */
+export const onceOnlyTypes: ReadonlySet<BatchEventType> = new Set([
+  "batch_created",
+  "batch_started",
+  "batch_cancelling",
+  "batch_cancelled",
+  "batch_completed",
+  "batch_failed",
+  "batch_expired",
+  "batch_deleted",
+])

@@ -1,0 +1,54 @@
+import { Context, Data, type Effect, type Stream } from "effect"
+
+export interface AppendInput {
+  readonly subject: string
+  readonly data: Uint8Array
+  /** De-duplication key: a second append with the same id stores nothing and reports the first seq. */
+  readonly msgId?: string
+  /** Optimistic concurrency: the append fails unless the subject's last seq equals this (0: subject empty). */
+  readonly expectLastSubjectSeq?: number
+}
+
+export interface AppendResult {
+  readonly seq: number
+  readonly duplicate: boolean
+}
+
+export interface LogMessage {
+  readonly seq: number
+  readonly subject: string
+  readonly data: Uint8Array
+  /** Milliseconds since the epoch at which the log stored the message. */
+  readonly time: number
+}
+
+export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{
+  readonly subject: string
+  readonly expected: number
+}> {}
+
+export class LogUnavailable extends Data.TaggedError("LogUnavailable")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface EventLogShape {
+  /** The largest `data` a single stored message may hold; larger appends are chunked transparently. */
+  readonly maxPayload: number
+  /**
+   * Appends in order, pipelined: every message is in flight at once within a bounded window.
+   * Results are in input order. Not atomic across messages.
+   */
+  readonly append: (
+    messages: ReadonlyArray<AppendInput>,
+  ) => Effect.Effect<ReadonlyArray<AppendResult>, WrongLastSequence | LogUnavailable>
+  /** Messages matching `filter` (NATS wildcards) with seq >= fromSeq, up to the last seq at call time. */
+  readonly read: (filter: string, fromSeq: number) => Stream.Stream<LogMessage, LogUnavailable>
+  /** Like `read`, then keeps following new messages forever, across reconnects. */
+  readonly follow: (filter: string, fromSeq: number) => Stream.Stream<LogMessage, LogUnavailable>
+  readonly lastSeq: Effect.Effect<number, LogUnavailable>
+  /** Removes every message whose subject matches `filter`; answers how many stored messages went. */
+  readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>
+}
+
+export class EventLog extends Context.Tag("EventLog/EventLog")<EventLog, EventLogShape>() {}

@@ -1,0 +1,102 @@
+import { Chunk, Context, Effect, Layer, Schedule, Schema, Stream, SubscriptionRef } from "effect"
+import { AccountEvent } from "../domain/account/events.js"
+import { BatchEvent } from "../domain/batch/events.js"
+import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
+import { accountsProjection } from "./accounts.js"
+import { batchesProjection } from "./batches.js"
+import { ReadModel } from "./ReadModel.js"
+import { resultsProjection } from "./results.js"
+
+const projectionNames = ["batches", "results", "accounts"] as const
+const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
+const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
+const text = new TextDecoder()
+
+export interface ProjectorShape {
+  /** The last log sequence every projection has applied. */
+  readonly applied: Effect.Effect<number>
+  /** Waits until the projections have applied `seq`: a command answers only after its events are readable. */
+  readonly awaitSeq: (seq: number) => Effect.Effect<void>
+}
+
+export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
+
+/** Applies a window of log messages to every projection in one transaction, offsets included. */
+export const makeApplier = (db: ReadModel["Type"]) => {
+  const batches = batchesProjection(db)
+  const results = resultsProjection(db)
+  const accounts = accountsProjection(db)
+  const setOffset = db.prepare(`INSERT INTO offsets (name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`)
+  const applyOne = (message: LogMessage) => {
+    const kind = message.subject.slice(0, message.subject.indexOf("."))
+    let payload: unknown
+    try {
+      payload = JSON.parse(text.decode(message.data))
+    } catch {
+      return false
+    }
+    if (kind === "batch") {
+      const event = decodeBatch(payload)
+      results(event, batches(event, message.seq))
+    } else if (kind === "account") {
+      accounts(decodeAccount(payload))
+    }
+    return true
+  }
+  return db.transaction((messages: ReadonlyArray<LogMessage>) => {
+    const skipped: Array<number> = []
+    for (const message of messages) {
+      try {
+        if (!applyOne(message)) skipped.push(message.seq)
+      } catch {
+        // A message on our subjects that is not one of our events (a foreign publisher) is left unapplied.
+        skipped.push(message.seq)
+      }
+    }
+    const last = messages[messages.length - 1]
+    if (last !== undefined) for (const name of projectionNames) setOffset.run(name, last.seq)
+    return skipped
+  })
+}
+
+export const appliedOffset = (db: ReadModel["Type"]): number => {
+  const row = db.prepare(`SELECT min(seq) AS seq FROM offsets`).get() as { seq: number | null }
+  return row.seq ?? 0
+}
+
+export const Live = Layer.scoped(
+  Projector,
+  Effect.gen(function* () {
+    const db = yield* ReadModel
+    const log = yield* EventLog
+    const apply = makeApplier(db)
+    const applied = yield* SubscriptionRef.make(appliedOffset(db))
+    const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
+      Effect.gen(function* () {
+        const messages = Chunk.toReadonlyArray(chunk)
+        const last = messages[messages.length - 1]
+        if (last === undefined) return
+        const skipped = apply(messages)
+        if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
+        yield* SubscriptionRef.set(applied, last.seq)
+      })
+    const from = (yield* SubscriptionRef.get(applied)) + 1
+    yield* log.read(">", from).pipe(Stream.grouped(2_000), Stream.runForEach(applyChunk))
+    yield* SubscriptionRef.get(applied).pipe(
+      Effect.flatMap((seq) =>
+        log.follow(">", seq + 1).pipe(Stream.groupedWithin(2_000, "2 millis"), Stream.runForEach(applyChunk)),
+      ),
+      Effect.tapErrorCause((cause) => Effect.logError("projection follow stopped; resuming from the last applied seq", cause)),
+      Effect.retry(Schedule.spaced("500 millis")),
+      Effect.forkScoped,
+    )
+    return {
+      applied: SubscriptionRef.get(applied),
+      awaitSeq: (seq: number) =>
+        applied.changes.pipe(
+          Stream.takeUntil((n) => n >= seq),
+          Stream.runDrain,
+        ),
+    }
+  }),
+)

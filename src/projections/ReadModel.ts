@@ -1,0 +1,81 @@
+import Database from "better-sqlite3"
+import { Context, Effect, Layer } from "effect"
+
+const schema = `
+CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS batches (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  completion_window TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  in_progress_at INTEGER, expires_at INTEGER NOT NULL, completed_at INTEGER, failed_at INTEGER,
+  expired_at INTEGER, cancelling_at INTEGER, cancelled_at INTEGER,
+  total INTEGER NOT NULL,
+  completed INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  cancelled INTEGER NOT NULL DEFAULT 0,
+  running INTEGER NOT NULL DEFAULT 0,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  metadata TEXT,
+  error TEXT,
+  models TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, seq);
+CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
+CREATE TABLE IF NOT EXISTS results (
+  batch_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  custom_id TEXT NOT NULL,
+  model TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  response TEXT,
+  error TEXT,
+  PRIMARY KEY (batch_id, idx)
+);
+CREATE TABLE IF NOT EXISTS inputs (
+  batch_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (batch_id, idx)
+);
+CREATE TABLE IF NOT EXISTS accounts (
+  id TEXT PRIMARY KEY,
+  tier TEXT NOT NULL,
+  status TEXT NOT NULL,
+  daily_quota_usd REAL,
+  concurrency INTEGER,
+  models TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  key_sha256 TEXT NOT NULL UNIQUE,
+  expires_at INTEGER,
+  revoked_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+`
+
+/** The SQLite file every projection writes and the HTTP layer reads; one connection, used synchronously. */
+export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, Database.Database>() {
+  static readonly layer = (path: string) =>
+    Layer.scoped(
+      ReadModel,
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const db = new Database(path)
+          db.pragma("journal_mode = WAL")
+          db.pragma("synchronous = NORMAL")
+          db.pragma("busy_timeout = 5000")
+          db.exec(schema)
+          return db
+        }),
+        (db) => Effect.sync(() => db.close()),
+      ),
+    )
+}

@@ -1,0 +1,84 @@
+import type Database from "better-sqlite3"
+
+export interface BatchRow {
+  readonly id: string
+  readonly account_id: string
+  readonly key_id: string
+  readonly seq: number
+  readonly status: string
+  readonly completion_window: string
+  readonly created_at: number
+  readonly in_progress_at: number | null
+  readonly expires_at: number
+  readonly completed_at: number | null
+  readonly failed_at: number | null
+  readonly expired_at: number | null
+  readonly cancelling_at: number | null
+  readonly cancelled_at: number | null
+  readonly total: number
+  readonly completed: number
+  readonly failed: number
+  readonly cancelled: number
+  readonly running: number
+  readonly cost_usd: number
+  readonly metadata: string | null
+  readonly error: string | null
+  readonly models: string
+}
+
+/** The batch object exactly as the API shows it: file fields and `errors` are always null. */
+export const toBatchObject = (row: BatchRow) => ({
+  id: row.id,
+  object: "batch" as const,
+  endpoint: "/v1/chat/completions",
+  errors: null,
+  input_file_id: null,
+  completion_window: row.completion_window,
+  status: row.status,
+  output_file_id: null,
+  error_file_id: null,
+  created_at: row.created_at,
+  in_progress_at: row.in_progress_at,
+  expires_at: row.expires_at,
+  finalizing_at: null,
+  completed_at: row.completed_at,
+  failed_at: row.failed_at,
+  expired_at: row.expired_at,
+  cancelling_at: row.cancelling_at,
+  cancelled_at: row.cancelled_at,
+  request_counts: { total: row.total, completed: row.completed, failed: row.failed },
+  metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, string>),
+  // Summing float costs row by row leaves binary noise; the API shows micro-dollars.
+  cost_usd: Math.round(row.cost_usd * 1e6) / 1e6,
+  error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
+})
+export type BatchObject = ReturnType<typeof toBatchObject>
+
+export const batchReads = (db: Database.Database) => {
+  const s = {
+    one: db.prepare(`SELECT * FROM batches WHERE id = ?`),
+    firstPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? ORDER BY seq DESC LIMIT ?`),
+    nextPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`),
+    unfinished: db.prepare(`SELECT * FROM batches WHERE status IN ('validating', 'in_progress', 'cancelling') ORDER BY seq`),
+    unfinishedOf: db.prepare(
+      `SELECT count(*) AS n FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
+    ),
+  }
+  const one = (id: string) => s.one.get(id) as BatchRow | undefined
+  return {
+    one,
+    /** Another account's batch reads exactly like one that does not exist. */
+    ofAccount: (accountId: string, id: string) => {
+      const row = one(id)
+      return row !== undefined && row.account_id === accountId ? row : undefined
+    },
+    /** Newest first; `afterSeq` is the position of the previous page's last batch. */
+    page: (accountId: string, limit: number, afterSeq: number | undefined) =>
+      (afterSeq === undefined
+        ? s.firstPage.all(accountId, limit + 1)
+        : s.nextPage.all(accountId, afterSeq, limit + 1)) as Array<BatchRow>,
+    unfinished: () => s.unfinished.all() as Array<BatchRow>,
+    unfinishedCount: (accountId: string) => (s.unfinishedOf.get(accountId) as { n: number }).n,
+  }
+}
+export type BatchReads = ReturnType<typeof batchReads>

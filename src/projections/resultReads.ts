@@ -1,0 +1,49 @@
+import type Database from "better-sqlite3"
+
+export const resultId = (idx: number) => `batch_req_${idx + 1}`
+/** `batch_req_<n>` → row index, or undefined when the text is not a result id. */
+export const parseResultId = (id: string): number | undefined => {
+  const match = /^batch_req_([1-9][0-9]{0,8})$/.exec(id)
+  return match?.[1] === undefined ? undefined : Number(match[1]) - 1
+}
+
+interface ResultRow {
+  readonly idx: number
+  readonly custom_id: string
+  readonly status: string
+  readonly response: string | null
+  readonly error: string | null
+}
+
+/** A result line as JSON text: stored JSON is spliced in, never parsed and re-serialized. */
+const line = (row: ResultRow) =>
+  `{"id":"${resultId(row.idx)}","custom_id":${JSON.stringify(row.custom_id)},"status":"${row.status}","response":${
+    row.response ?? "null"
+  },"error":${row.error ?? "null"}}`
+
+export const resultReads = (db: Database.Database) => {
+  const s = {
+    page: db.prepare(
+      `SELECT idx, custom_id, status, response, error FROM results WHERE batch_id = ? AND idx >= ? ORDER BY idx LIMIT ?`,
+    ),
+    pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
+    body: db.prepare(`SELECT body FROM inputs WHERE batch_id = ? AND idx = ?`),
+  }
+  return {
+    /** A results page as the JSON text the API answers. */
+    pageJson: (batchId: string, fromIdx: number, limit: number): string => {
+      const rows = s.page.all(batchId, fromIdx, limit + 1) as Array<ResultRow>
+      const hasMore = rows.length > limit
+      if (hasMore) rows.pop()
+      const first = rows[0]
+      const last = rows[rows.length - 1]
+      return `{"object":"list","data":[${rows.map(line).join(",")}],"has_more":${hasMore},"first_id":${
+        first === undefined ? "null" : `"${resultId(first.idx)}"`
+      },"last_id":${last === undefined ? "null" : `"${resultId(last.idx)}"`}}`
+    },
+    /** Rows that still need a slot: read once per batch when it is enqueued, never on the dispatch path. */
+    pending: (batchId: string) => s.pending.all(batchId) as Array<{ idx: number; model: string; status: "queued" | "running" }>,
+    body: (batchId: string, idx: number) => (s.body.get(batchId, idx) as { body: string } | undefined)?.body,
+  }
+}
+export type ResultReads = ReturnType<typeof resultReads>
