@@ -1,8 +1,8 @@
 import { Data, Either } from "effect"
+import { MAX_ATTEMPTS } from "../upstream/retryPolicy.js"
 import type { BatchEvent, RowError, RowResponse } from "./events.js"
 import { type BatchState, evolve, idleRows, isFinal, rowPhase } from "./state.js"
 
-export const MAX_ATTEMPTS = 8
 
 export type RowOutcome =
   | { readonly _tag: "Completed"; readonly response: RowResponse; readonly costUsd: number }
@@ -15,6 +15,8 @@ export type BatchCommand =
   | { readonly type: "SettleRow"; readonly row: number; readonly attempt: number; readonly at: number; readonly outcome: RowOutcome }
   /** After a restart: the attempt that was running when the process stopped is lost and must run again. */
   | { readonly type: "InterruptRow"; readonly row: number; readonly at: number }
+  /** After a restart: closes a batch whose last row settled but whose closing event was not written. */
+  | { readonly type: "Reconcile"; readonly at: number }
   | { readonly type: "Cancel"; readonly at: number }
   | { readonly type: "Fail"; readonly at: number; readonly error: { readonly code: string; readonly message: string } }
   | { readonly type: "Expire"; readonly at: number }
@@ -93,6 +95,8 @@ export const decide = (command: BatchCommand, state: BatchState): Decision => {
       return settleRow(state, command.row, command.attempt, command.at, command.outcome)
     case "InterruptRow":
       return interruptRow(state, command.row, command.at)
+    case "Reconcile":
+      return Either.right(closeIfDone(state, [], command.at))
     case "Cancel":
       return close(state, { type: "batch_cancelling", batch_id: state.id, at: command.at, cancelled_rows: idleRows(state) }, command.at)
     case "Fail":

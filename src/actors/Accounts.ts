@@ -1,0 +1,175 @@
+import { Clock, Context, Data, Effect, Layer } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { type AccountEvent, accountSubject } from "../domain/account/events.js"
+import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
+import { Projector } from "../projections/Projector.js"
+import { ReadModel } from "../projections/ReadModel.js"
+
+export interface Account {
+  readonly id: string
+  readonly tier: "internal" | "standard"
+  readonly status: "active" | "suspended" | "deleted"
+  readonly daily_quota_usd: number | null
+  readonly concurrency: number | null
+  readonly models: ReadonlyArray<string> | null
+}
+
+export interface Caller {
+  readonly account: Account
+  readonly keyId: string
+}
+
+export class Unauthenticated extends Data.TaggedError("Unauthenticated")<{ readonly message: string }> {}
+export class AccountConflict extends Data.TaggedError("AccountConflict")<{ readonly message: string }> {}
+export class AccountNotFound extends Data.TaggedError("AccountNotFound")<{ readonly message: string }> {}
+
+export type AccountSettings = Partial<Pick<Account, "tier" | "daily_quota_usd" | "concurrency" | "models" | "status">>
+
+export interface AccountsShape {
+  readonly authenticate: (secret: string) => Effect.Effect<Caller, Unauthenticated>
+  readonly get: (id: string) => Account | undefined
+  readonly create: (id: string, settings: AccountSettings) => Effect.Effect<Account, AccountConflict | LogUnavailable>
+  readonly update: (id: string, settings: AccountSettings) => Effect.Effect<Account, AccountNotFound | LogUnavailable>
+  readonly createKey: (
+    accountId: string,
+    expiresAt: number | null,
+  ) => Effect.Effect<{ readonly id: string; readonly key: string }, AccountNotFound | LogUnavailable>
+  readonly revokeKey: (keyId: string) => Effect.Effect<{ readonly id: string; readonly revoked: true }, AccountNotFound | LogUnavailable>
+  /** Makes sure an internal account holds this key: the operator's first key, idempotent across restarts. */
+  readonly bootstrap: (secret: string) => Effect.Effect<void, LogUnavailable>
+}
+
+export class Accounts extends Context.Tag("Actors/Accounts")<Accounts, AccountsShape>() {}
+
+export const sha256 = (secret: string) => createHash("sha256").update(secret).digest("hex")
+const encoder = new TextEncoder()
+
+interface AccountRow {
+  id: string
+  tier: "internal" | "standard"
+  status: "active" | "suspended" | "deleted"
+  daily_quota_usd: number | null
+  concurrency: number | null
+  models: string | null
+}
+const toAccount = (row: AccountRow): Account => ({ ...row, models: row.models === null ? null : JSON.parse(row.models) })
+
+export const Live = Layer.effect(
+  Accounts,
+  Effect.gen(function* () {
+    const db = yield* ReadModel
+    const log = yield* EventLog
+    const projector = yield* Projector
+    const s = {
+      account: db.prepare(`SELECT id, tier, status, daily_quota_usd, concurrency, models FROM accounts WHERE id = ?`),
+      key: db.prepare(`SELECT id, account_id, expires_at, revoked_at FROM api_keys WHERE key_sha256 = ?`),
+      keyById: db.prepare(`SELECT id, account_id FROM api_keys WHERE id = ?`),
+    }
+    const get = (id: string) => {
+      const row = s.account.get(id) as AccountRow | undefined
+      return row === undefined ? undefined : toAccount(row)
+    }
+    const write = (events: ReadonlyArray<AccountEvent>, msgIds?: ReadonlyArray<string>) =>
+      Effect.gen(function* () {
+        const written = yield* log
+          .append(
+            events.map((event, i) => ({
+              subject: accountSubject(event.account_id, event.type),
+              data: encoder.encode(JSON.stringify(event)),
+              ...(msgIds?.[i] === undefined ? {} : { msgId: msgIds[i] }),
+            })),
+          )
+          .pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
+        yield* projector.awaitSeq(Math.max(...written.map((w) => w.seq)))
+      })
+
+    const authenticate = (secret: string) =>
+      Effect.gen(function* () {
+        const key = s.key.get(sha256(secret)) as
+          | { id: string; account_id: string; expires_at: number | null; revoked_at: number | null }
+          | undefined
+        if (key === undefined) return yield* new Unauthenticated({ message: "Invalid API key" })
+        if (key.revoked_at !== null) return yield* new Unauthenticated({ message: "This API key has been revoked" })
+        const now = yield* Clock.currentTimeMillis
+        if (key.expires_at !== null && key.expires_at * 1000 <= now) {
+          return yield* new Unauthenticated({ message: "This API key has expired" })
+        }
+        const account = get(key.account_id)
+        if (account === undefined || account.status !== "active") {
+          return yield* new Unauthenticated({ message: `The account of this API key is ${account?.status ?? "deleted"}` })
+        }
+        return { account, keyId: key.id }
+      })
+
+    const create = (id: string, settings: AccountSettings) =>
+      Effect.gen(function* () {
+        if (get(id) !== undefined) return yield* new AccountConflict({ message: `Account '${id}' already exists` })
+        yield* write([
+          {
+            type: "account_created",
+            account_id: id,
+            tier: settings.tier ?? "standard",
+            daily_quota_usd: settings.daily_quota_usd ?? null,
+            concurrency: settings.concurrency ?? null,
+            models: settings.models ?? null,
+            at: yield* Clock.currentTimeMillis,
+          },
+        ])
+        return get(id)!
+      })
+
+    const update = (id: string, settings: AccountSettings) =>
+      Effect.gen(function* () {
+        if (get(id) === undefined) return yield* new AccountNotFound({ message: `Account '${id}' not found` })
+        yield* write([{ type: "account_updated", account_id: id, ...settings, at: yield* Clock.currentTimeMillis }])
+        return get(id)!
+      })
+
+    const addKey = (accountId: string, keyId: string, secret: string, expiresAt: number | null, msgId?: string) =>
+      Effect.gen(function* () {
+        const event: AccountEvent = {
+          type: "key_created",
+          account_id: accountId,
+          key_id: keyId,
+          key_sha256: sha256(secret),
+          expires_at: expiresAt,
+          at: yield* Clock.currentTimeMillis,
+        }
+        yield* write([event], msgId === undefined ? undefined : [msgId])
+      })
+
+    const createKey = (accountId: string, expiresAt: number | null) =>
+      Effect.gen(function* () {
+        if (get(accountId) === undefined) return yield* new AccountNotFound({ message: `Account '${accountId}' not found` })
+        const id = `key_${randomBytes(8).toString("hex")}`
+        const key = `sk-sluice-${randomBytes(24).toString("base64url")}`
+        yield* addKey(accountId, id, key, expiresAt)
+        return { id, key }
+      })
+
+    const revokeKey = (keyId: string) =>
+      Effect.gen(function* () {
+        const key = s.keyById.get(keyId) as { id: string; account_id: string } | undefined
+        if (key === undefined) return yield* new AccountNotFound({ message: `Key '${keyId}' not found` })
+        yield* write([{ type: "key_revoked", account_id: key.account_id, key_id: keyId, at: yield* Clock.currentTimeMillis }])
+        return { id: keyId, revoked: true as const }
+      })
+
+    const bootstrap = (secret: string) =>
+      Effect.gen(function* () {
+        const accountId = "bootstrap"
+        if (get(accountId) === undefined) {
+          yield* write(
+            [{ type: "account_created", account_id: accountId, tier: "internal", daily_quota_usd: null, concurrency: null, models: null, at: yield* Clock.currentTimeMillis }],
+            [`account:${accountId}:created`],
+          )
+        }
+        if (s.key.get(sha256(secret)) === undefined) {
+          const keyId = `key_${sha256(secret).slice(0, 16)}`
+          yield* addKey(accountId, keyId, secret, null, `key:${keyId}:created`)
+        }
+      })
+
+    return { authenticate, get, create, update, createKey, revokeKey, bootstrap }
+  }),
+)

@@ -1,0 +1,120 @@
+import { Clock, Context, Effect, Either, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
+import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
+import { type BatchState, evolve, initialState, isFinal } from "../domain/batch/state.js"
+import { batchMsgId, batchSubject, oneBatch } from "../domain/batch/subjects.js"
+import { type AppendInput, EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
+import { Projector } from "../projections/Projector.js"
+import { ReadModel } from "../projections/ReadModel.js"
+import { loadBatchState } from "./batchState.js"
+import { rowsAddedMessages } from "./rowsAdded.js"
+
+export interface NewBatch {
+  readonly accountId: string
+  readonly keyId: string
+  readonly completionWindowMs: number
+  readonly metadata: Readonly<Record<string, string>> | null
+  readonly requests: ReadonlyArray<{ readonly custom_id: string; readonly model: string; readonly body: unknown }>
+}
+
+export interface Written {
+  readonly events: ReadonlyArray<BatchEvent>
+  /** The log sequence of the last event written (or the projections' current one when nothing was). */
+  readonly seq: number
+}
+
+export interface BatchWriterShape {
+  readonly create: (batch: NewBatch) => Effect.Effect<{ readonly batchId: string; readonly seq: number }, LogUnavailable>
+  /** Decides the command against the batch's state and writes the events: the single writer of each batch. */
+  readonly execute: (batchId: string, command: BatchCommand) => Effect.Effect<Written, Rejection | LogUnavailable>
+  readonly now: Effect.Effect<number>
+}
+
+export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
+
+const encoder = new TextEncoder()
+const message = (event: BatchEvent): AppendInput => ({
+  subject: batchSubject(event.batch_id, event.type),
+  data: encoder.encode(JSON.stringify(event)),
+  msgId: batchMsgId(event),
+  ...(onceOnlyTypes.has(event.type) ? { expectLastSubjectSeq: 0 } : {}),
+})
+
+export const Live = Layer.effect(
+  BatchWriter,
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    const db = yield* ReadModel
+    const projector = yield* Projector
+    const live = new Map<string, { state: BatchState; lock: Effect.Semaphore }>()
+
+    const entry = (batchId: string) =>
+      Effect.gen(function* () {
+        const known = live.get(batchId)
+        if (known !== undefined) return known
+        // Evicted or never seen since start: the read model is the state once it has applied the whole log.
+        yield* projector.awaitSeq(yield* log.lastSeq)
+        const again = live.get(batchId)
+        if (again !== undefined) return again
+        const loaded = { state: loadBatchState(db, batchId) ?? initialState(batchId), lock: Effect.unsafeMakeSemaphore(1) }
+        live.set(batchId, loaded)
+        return loaded
+      })
+
+    const execute = (batchId: string, command: BatchCommand) =>
+      Effect.gen(function* () {
+        const current = yield* entry(batchId)
+        return yield* current.lock.withPermits(1)(
+          Effect.gen(function* () {
+            const events = yield* Either.match(decide(command, current.state), {
+              onLeft: (rejection) => Effect.fail(rejection),
+              onRight: (decided) => Effect.succeed(decided),
+            })
+            if (events.length === 0) return { events, seq: yield* projector.applied }
+            const written = yield* log.append(events.map(message)).pipe(
+              Effect.catchTag("WrongLastSequence", () =>
+                // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
+                Effect.gen(function* () {
+                  live.delete(batchId)
+                  yield* projector.awaitSeq(yield* log.lastSeq)
+                  return []
+                }),
+              ),
+            )
+            if (written.length === 0) return { events: [], seq: yield* projector.applied }
+            current.state = events.reduce(evolve, current.state)
+            if (isFinal(current.state.status) && current.state.running === 0) live.delete(batchId)
+            return { events, seq: Math.max(...written.map((w) => w.seq)) }
+          }),
+        )
+      })
+
+    const create = (batch: NewBatch) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const batchId = `batch_${randomUUID().replaceAll("-", "")}`
+        const created: BatchEvent = {
+          type: "batch_created",
+          batch_id: batchId,
+          account_id: batch.accountId,
+          key_id: batch.keyId,
+          created_at: now,
+          expires_at: now + batch.completionWindowMs,
+          completion_window: "24h",
+          metadata: batch.metadata === null ? null : { ...batch.metadata },
+          total: batch.requests.length,
+          models: [...new Set(batch.requests.map((r) => r.model))],
+        }
+        // The rows go first so that a reader never sees a created batch without its rows.
+        const written = yield* log.append([...rowsAddedMessages(batchId, batch.requests), message(created)])
+        live.set(batchId, { state: evolve(initialState(batchId), created), lock: Effect.unsafeMakeSemaphore(1) })
+        return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
+      }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
+
+    return { create, execute, now: Clock.currentTimeMillis }
+  }),
+)
+
+export const purgeBatch = (batchId: string) =>
+  Effect.flatMap(EventLog, (log) => log.purge(oneBatch(batchId)))

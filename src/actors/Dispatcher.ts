@@ -1,0 +1,77 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import type { Catalog } from "../config/Catalog.js"
+import { batchReads } from "../projections/batchReads.js"
+import { ReadModel } from "../projections/ReadModel.js"
+import { resultReads } from "../projections/resultReads.js"
+import { BatchWriter } from "./BatchWriter.js"
+import { type ModelActor, makeModelActor } from "./ModelActor.js"
+
+export interface DispatcherShape {
+  /** Hands a batch's waiting rows to their models' actors: one read per batch, never one per row. */
+  readonly enqueueBatch: (batchId: string) => Effect.Effect<void>
+  readonly dropBatch: (batchId: string) => void
+  readonly actors: ReadonlyMap<string, ModelActor>
+}
+
+export class Dispatcher extends Context.Tag("Actors/Dispatcher")<Dispatcher, DispatcherShape>() {}
+
+export class ModelCatalog extends Context.Tag("Actors/ModelCatalog")<ModelCatalog, Catalog>() {}
+
+export const Live = Layer.scoped(
+  Dispatcher,
+  Effect.gen(function* () {
+    const catalog = yield* ModelCatalog
+    const writer = yield* BatchWriter
+    const db = yield* ReadModel
+    const results = resultReads(db)
+    const batches = batchReads(db)
+    const actors = new Map<string, ModelActor>()
+    for (const model of catalog.values()) actors.set(model.id, yield* makeModelActor(model, writer, results))
+
+    const failUnservable = (batchId: string, row: number, model: string) =>
+      Effect.gen(function* () {
+        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* Clock.currentTimeMillis })
+        const start = started.events.find((e) => e.type === "row_started")
+        if (start?.type !== "row_started") return
+        yield* writer.execute(batchId, {
+          type: "SettleRow",
+          row,
+          attempt: start.attempt,
+          at: yield* Clock.currentTimeMillis,
+          outcome: { _tag: "Permanent", error: { code: "model_not_found", message: `Model '${model}' not found`, status: 404 } },
+        })
+      })
+
+    const enqueueBatch = (batchId: string) =>
+      Effect.gen(function* () {
+        const byModel = new Map<string, Array<number>>()
+        for (const { idx, model, status } of results.pending(batchId)) {
+          if (status === "running") {
+            // Only a restart leaves a row running with no worker: its attempt was lost and runs again.
+            yield* writer.execute(batchId, { type: "InterruptRow", row: idx, at: yield* Clock.currentTimeMillis })
+          }
+          let rows = byModel.get(model)
+          if (rows === undefined) byModel.set(model, (rows = []))
+          rows.push(idx)
+        }
+        for (const [model, rows] of byModel) {
+          const actor = actors.get(model)
+          if (actor !== undefined) actor.enqueue(batchId, rows)
+          else for (const row of rows) yield* failUnservable(batchId, row, model)
+        }
+        yield* writer.execute(batchId, { type: "Reconcile", at: yield* Clock.currentTimeMillis })
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logError(`batch ${batchId} could not be enqueued`, cause)),
+      )
+
+    for (const batch of batches.unfinished()) yield* enqueueBatch(batch.id)
+
+    return {
+      enqueueBatch,
+      dropBatch: (batchId: string) => {
+        for (const actor of actors.values()) actor.drop(batchId)
+      },
+      actors,
+    }
+  }),
+)

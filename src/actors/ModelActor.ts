@@ -1,0 +1,131 @@
+import { Clock, Deferred, Duration, Effect, Random } from "effect"
+import { randomUUID } from "node:crypto"
+import { type ModelEntry, costUsd } from "../config/Catalog.js"
+import type { RowOutcome } from "../domain/batch/decide.js"
+import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
+import { backoffMs } from "../domain/upstream/retryPolicy.js"
+import type { ResultReads } from "../projections/resultReads.js"
+import type { BatchWriterShape } from "./BatchWriter.js"
+import { RowQueue } from "./RowQueue.js"
+import { callUpstream } from "./upstreamCall.js"
+
+export interface ModelActor {
+  readonly model: ModelEntry
+  readonly enqueue: (batchId: string, rows: ReadonlyArray<number>) => void
+  readonly drop: (batchId: string) => void
+  readonly inFlight: () => number
+  readonly queued: () => number
+}
+
+const SHUTDOWN_GRACE = Duration.seconds(30)
+
+/**
+ * One model's batch slots: `batchConcurrency` workers, each running one row at a time, taking rows
+ * from the batches in turn. On shutdown it stops taking rows and lets the running ones finish.
+ */
+export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, results: ResultReads) =>
+  Effect.gen(function* () {
+    const queue = new RowQueue()
+    let waiting: Array<Deferred.Deferred<void>> = []
+    let running = 0
+    let draining = false
+
+    const wake = () => {
+      const sleepers = waiting
+      waiting = []
+      for (const d of sleepers) Deferred.unsafeDone(d, Effect.void)
+    }
+    const enqueue = (batchId: string, rows: ReadonlyArray<number>) => {
+      queue.push(batchId, rows)
+      wake()
+    }
+    const nextRow = Effect.gen(function* () {
+      while (true) {
+        const item = draining ? undefined : queue.take()
+        if (item !== undefined) return item
+        const bell = yield* Deferred.make<void>()
+        waiting.push(bell)
+        yield* Deferred.await(bell)
+      }
+    })
+
+    const outcomeOf = (attempt: number, body: string) =>
+      Effect.gen(function* () {
+        const answer = yield* callUpstream(model, body)
+        const classified = classifyUpstream(answer)
+        const at = yield* Clock.currentTimeMillis
+        switch (classified._tag) {
+          case "Success": {
+            const completion = answer._tag === "Response" ? answer.body : null
+            const response = { status_code: 200, request_id: `req_${randomUUID().replaceAll("-", "")}`, body: completion }
+            const usage = (completion as { usage?: unknown } | null)?.usage
+            return { at, outcome: { _tag: "Completed", response, costUsd: costUsd(model, usage) } satisfies RowOutcome }
+          }
+          case "Retryable": {
+            const delay = backoffMs(attempt, yield* Random.next, classified.retryAfterMs)
+            const error =
+              classified.status === undefined
+                ? { code: classified.code, message: classified.message }
+                : { code: classified.code, message: classified.message, status: classified.status }
+            return { at, outcome: { _tag: "Retryable", error, retryAt: at + delay } satisfies RowOutcome }
+          }
+          case "Permanent":
+            return {
+              at,
+              outcome: {
+                _tag: "Permanent",
+                error: { code: classified.code, message: classified.message, status: classified.status },
+              } satisfies RowOutcome,
+            }
+        }
+      })
+
+    const runRow = (batchId: string, row: number) =>
+      Effect.gen(function* () {
+        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* Clock.currentTimeMillis })
+        const start = started.events.find((e) => e.type === "row_started")
+        if (start === undefined || start.type !== "row_started") return
+        const body = results.body(batchId, row) ?? "{}"
+        const { at, outcome } = yield* outcomeOf(start.attempt, body)
+        const settled = yield* writer.execute(batchId, { type: "SettleRow", row, attempt: start.attempt, at, outcome })
+        const retry = settled.events.find((e) => e.type === "row_retrying")
+        if (retry !== undefined && retry.type === "row_retrying") {
+          yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
+            Effect.andThen(() => enqueue(batchId, [row])),
+            Effect.forkDaemon,
+          )
+        }
+      }).pipe(
+        Effect.catchTag("BatchNotFound", () => Effect.void),
+        Effect.catchAllCause((cause) => Effect.logError(`row ${row} of ${batchId} on ${model.id} could not be run`, cause)),
+      )
+
+    const worker = Effect.forever(
+      Effect.gen(function* () {
+        const { batchId, row } = yield* nextRow
+        running++
+        yield* runRow(batchId, row).pipe(Effect.ensuring(Effect.sync(() => running--)))
+      }),
+    )
+    for (let i = 0; i < model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
+    // Added after the workers so it runs before they are interrupted: running rows finish first.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        draining = true
+        wake()
+        yield* Effect.sleep("20 millis").pipe(
+          Effect.repeat({ until: () => running === 0 }),
+          Effect.timeout(SHUTDOWN_GRACE),
+          Effect.ignore,
+        )
+      }),
+    )
+
+    return {
+      model,
+      enqueue,
+      drop: (batchId: string) => queue.drop(batchId),
+      inFlight: () => running,
+      queued: () => queue.size,
+    } satisfies ModelActor
+  })

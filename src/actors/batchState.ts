@@ -1,0 +1,40 @@
+import { HashMap } from "effect"
+import type { BatchState, BatchStatus, RowPhase } from "../domain/batch/state.js"
+import type { ReadModel } from "../projections/ReadModel.js"
+
+const closedStatuses: ReadonlySet<string> = new Set(["cancelling", "cancelled", "failed", "expired"])
+
+/** Rebuilds a batch's decider state from the read model, whose rows the log's events produced. */
+export const loadBatchState = (db: ReadModel["Type"], batchId: string): BatchState | undefined => {
+  const batch = db
+    .prepare(`SELECT status, total, completed, failed, cancelled, running, cost_usd FROM batches WHERE id = ?`)
+    .get(batchId) as
+    | { status: BatchStatus; total: number; completed: number; failed: number; cancelled: number; running: number; cost_usd: number }
+    | undefined
+  if (batch === undefined) return undefined
+  const started = db
+    .prepare(`SELECT idx, status, attempts, error FROM results WHERE batch_id = ? AND attempts > 0`)
+    .all(batchId) as Array<{ idx: number; status: string; attempts: number; error: string | null }>
+  const rows = HashMap.fromIterable(
+    started.map(({ idx, status, attempts, error }): [number, RowPhase] => [
+      idx,
+      status === "queued"
+        ? { status: "queued", attempt: attempts, error: error === null ? { code: "upstream_error", message: "" } : JSON.parse(error) }
+        : { status: status as "running" | "completed" | "failed" | "cancelled" | "expired", attempt: attempts },
+    ]),
+  )
+  return {
+    id: batchId,
+    exists: true,
+    deleted: false,
+    status: batch.status,
+    total: batch.total,
+    completed: batch.completed,
+    failed: batch.failed,
+    cancelled: batch.cancelled,
+    running: batch.running,
+    costUsd: batch.cost_usd,
+    rows,
+    closed: closedStatuses.has(batch.status),
+  }
+}

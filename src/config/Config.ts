@@ -1,0 +1,14 @@
+import { Config } from "effect"
+
+/** The operator contract: these names are documented in the README and relied on by deployments. */
+export const SluiceConfig = Config.all({
+  port: Config.integer("SLUICE_PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("SLUICE_HOST").pipe(Config.withDefault("127.0.0.1")),
+  dataDir: Config.string("SLUICE_DATA_DIR").pipe(Config.withDefault("./data")),
+  natsUrl: Config.option(Config.string("NATS_URL")),
+  modelsPath: Config.option(Config.string("SLUICE_MODELS")),
+  bootstrapKey: Config.option(Config.redacted("SLUICE_BOOTSTRAP_KEY")),
+  adminToken: Config.option(Config.redacted("SLUICE_ADMIN_TOKEN")),
+  completionWindowHours: Config.number("SLUICE_COMPLETION_WINDOW_HOURS").pipe(Config.withDefault(24)),
+})
+export type SluiceConfig = Config.Config.Success<typeof SluiceConfig>

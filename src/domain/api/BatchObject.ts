@@ -1,0 +1,52 @@
+import { Schema } from "effect"
+import { BatchStatus } from "./BatchStatus.js"
+
+const UnixSeconds = Schema.Int.annotations({ description: "Unix seconds" })
+const UnixSecondsOrNull = Schema.NullOr(UnixSeconds)
+
+export const RequestCounts = Schema.Struct({
+  total: Schema.NonNegativeInt,
+  completed: Schema.NonNegativeInt,
+  failed: Schema.NonNegativeInt,
+}).annotations({ identifier: "RequestCounts" })
+
+export interface RequestCounts extends Schema.Schema.Type<typeof RequestCounts> {}
+
+export const BatchError = Schema.Struct({
+  code: Schema.String.annotations({ examples: ["owner_unauthorized"] }),
+  message: Schema.String,
+}).annotations({ identifier: "BatchError", description: "Why the whole batch failed" })
+
+export interface BatchError extends Schema.Schema.Type<typeof BatchError> {}
+
+export const BatchMetadata = Schema.Record({ key: Schema.String, value: Schema.String }).annotations({
+  identifier: "BatchMetadata",
+})
+
+// Field order is the seed's sample order: encoding preserves it, so responses read like OpenAI's.
+export const BatchObject = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("batch"),
+  endpoint: Schema.Literal("/v1/chat/completions"),
+  errors: Schema.Null,
+  input_file_id: Schema.Null,
+  completion_window: Schema.String,
+  status: BatchStatus,
+  output_file_id: Schema.Null,
+  error_file_id: Schema.Null,
+  created_at: UnixSeconds,
+  in_progress_at: UnixSecondsOrNull,
+  expires_at: UnixSeconds,
+  finalizing_at: UnixSecondsOrNull,
+  completed_at: UnixSecondsOrNull,
+  failed_at: UnixSecondsOrNull,
+  expired_at: UnixSecondsOrNull,
+  cancelling_at: UnixSecondsOrNull,
+  cancelled_at: UnixSecondsOrNull,
+  request_counts: RequestCounts,
+  metadata: Schema.NullOr(BatchMetadata),
+  cost_usd: Schema.NonNegative,
+  error: Schema.NullOr(BatchError),
+}).annotations({ identifier: "BatchObject" })
+
+export interface BatchObject extends Schema.Schema.Type<typeof BatchObject> {}

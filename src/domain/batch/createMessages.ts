@@ -1,0 +1,41 @@
+// Every message the create validator can produce, in one place so HTTP tests can assert them verbatim.
+
+export const rowLabel = (index: number, customId?: string): string =>
+  customId === undefined ? `requests[${index}]` : `requests[${index}] (custom_id '${customId}')`
+
+export const rowMessage = (index: number, customId: string | undefined, detail: string): string =>
+  `${rowLabel(index, customId)}: ${detail}`
+
+export const CreateMessage = {
+  notABatch: "The request body is not a batch: expected a JSON object with a 'requests' array",
+  noRequests: "The batch holds no requests: 'requests' must hold at least one",
+  tooManyRequests: (count: number, limit: number) =>
+    `The batch holds ${count} requests, more than the limit of ${limit}; split it into several batches`,
+
+  metadataNotAnObject: "'metadata' must be an object of string key-value pairs",
+  metadataTooManyPairs: (count: number, limit: number) =>
+    `'metadata' has ${count} pairs, more than the limit of ${limit}`,
+  metadataKeyTooLong: (key: string, limit: number) =>
+    `'metadata' key '${key}' is ${key.length} characters, more than the limit of ${limit}`,
+  metadataValueNotAString: (key: string) => `'metadata' value for key '${key}' must be a string`,
+  metadataValueTooLong: (key: string, length: number, limit: number) =>
+    `'metadata' value for key '${key}' is ${length} characters, more than the limit of ${limit}`,
+
+  requestNotAnObject: "must be an object with 'custom_id' and 'body'",
+  customIdMissing: "'custom_id' is required",
+  customIdNotAString: "'custom_id' must be a string",
+  customIdEmpty: "'custom_id' must not be empty",
+  customIdTooLong: (length: number, limit: number) =>
+    `'custom_id' is ${length} characters, more than the limit of ${limit}`,
+  customIdRepeated: (firstIndex: number) =>
+    `'custom_id' repeats the one of requests[${firstIndex}]; custom_ids must be unique within the batch`,
+  methodNotPost: "'method' must be 'POST', the only method a batch accepts",
+  urlNotChatCompletions: "'url' must be '/v1/chat/completions', the only endpoint a batch can call",
+  bodyNotAnObject: "'body' must be a chat-completion request object",
+  modelNotAString: "'body.model' must be a string naming a model",
+  autoModel: (model: string) => `Model '${model}' is an auto model, which cannot be used in a batch; name a specific model`,
+  modelNotFound: (model: string) => `Model '${model}' not found`,
+  messagesNotANonEmptyArray: "'body.messages' must be a non-empty array of messages",
+  messageWithoutRole: (messageIndex: number) => `'body.messages[${messageIndex}]' must be an object with a string 'role'`,
+  streamRequested: "'body.stream' must not be true: batch requests cannot stream",
+} as const
