@@ -1,11 +1,13 @@
 import type Database from "better-sqlite3"
+import type { BatchObject } from "../domain/api/BatchObject.js"
+import type { BatchStatus } from "../domain/api/BatchStatus.js"
 
 export interface BatchRow {
   readonly id: string
   readonly account_id: string
   readonly key_id: string
   readonly seq: number
-  readonly status: string
+  readonly status: BatchStatus
   readonly completion_window: string
   readonly created_at: number
   readonly in_progress_at: number | null
@@ -27,9 +29,9 @@ export interface BatchRow {
 }
 
 /** The batch object exactly as the API shows it: file fields and `errors` are always null. */
-export const toBatchObject = (row: BatchRow) => ({
+export const toBatchObject = (row: BatchRow): BatchObject => ({
   id: row.id,
-  object: "batch" as const,
+  object: "batch",
   endpoint: "/v1/chat/completions",
   errors: null,
   input_file_id: null,
@@ -52,7 +54,6 @@ export const toBatchObject = (row: BatchRow) => ({
   cost_usd: Math.round(row.cost_usd * 1e6) / 1e6,
   error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
 })
-export type BatchObject = ReturnType<typeof toBatchObject>
 
 export const batchReads = (db: Database.Database) => {
   const s = {

@@ -1,0 +1,193 @@
+import {
+  type JetStreamClient,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+  type JetStreamPublishOptions,
+  type JsMsg,
+  jetstream,
+  jetstreamManager,
+  StorageType,
+} from "@nats-io/jetstream"
+import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
+import { Effect, Layer, Stream } from "effect"
+import {
+  DEFAULT_MAX_PAYLOAD,
+  type RawAppend,
+  type RawEventLog,
+  type RawMessage,
+  type RawOutcome,
+  withChunking,
+} from "./chunking.js"
+import { EventLog, LogUnavailable, WrongLastSequence } from "./EventLog.js"
+
+export interface JetStreamOptions {
+  readonly url: string
+  readonly stream?: string
+  readonly subjects?: ReadonlyArray<string>
+  readonly maxPayload?: number
+}
+
+const PUBLISH_WINDOW = 256
+const HEADER_ROOM = 8 * 1024
+const DUPLICATE_WINDOW_NANOS = 2 * 60 * 1_000_000_000
+// Bounds what a consumer buffers: a 100-message pull of 900 KiB parts would otherwise be ~90 MiB.
+const PULL_MAX_BYTES = 16 * 1024 * 1024
+
+const unavailable = (message: string) => (cause: unknown) =>
+  new LogUnavailable({ message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
+
+const atLeast = (version: string, major: number, minor: number) => {
+  const [a = 0, b = 0] = version.split(".").map(Number)
+  return a > major || (a === major && b >= minor)
+}
+
+const publishOne = (js: JetStreamClient, m: RawAppend): Promise<RawOutcome> => {
+  const opts: Partial<JetStreamPublishOptions> = {}
+  if (m.msgId !== undefined) opts.msgID = m.msgId
+  if (m.expectLastSubjectSeq !== undefined) opts.expect = { lastSubjectSequence: m.expectLastSubjectSeq }
+  if (m.headers !== undefined) {
+    const h = natsHeaders()
+    for (const [k, v] of Object.entries(m.headers)) h.set(k, v)
+    opts.headers = h
+  }
+  return js.publish(m.subject, m.data, opts).then(
+    (ack) => ({ seq: ack.seq, duplicate: ack.duplicate }),
+    (e: unknown) => {
+      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence) {
+        return new WrongLastSequence({ subject: m.subject, expected: m.expectLastSubjectSeq ?? 0 })
+      }
+      throw e
+    },
+  )
+}
+
+/** Sends in input order (publish writes synchronously) with at most PUBLISH_WINDOW acks outstanding. */
+const publishAll = async (js: JetStreamClient, messages: ReadonlyArray<RawAppend>) => {
+  const outcomes: Array<RawOutcome> = []
+  const inFlight = new Set<Promise<void>>()
+  let failure: { error: unknown } | undefined
+  for (const [i, m] of messages.entries()) {
+    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight)
+    if (failure !== undefined) break
+    const p: Promise<void> = publishOne(js, m)
+      .then((o) => void (outcomes[i] = o), (error: unknown) => void (failure ??= { error }))
+      .finally(() => inFlight.delete(p))
+    inFlight.add(p)
+  }
+  await Promise.all(inFlight)
+  if (failure !== undefined) throw failure.error
+  return outcomes
+}
+
+const toRaw = (m: JsMsg): RawMessage => {
+  const message = { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
+  const keys = m.headers?.keys().filter((k) => !k.startsWith("Nats-")) ?? []
+  if (keys.length === 0) return message
+  return { ...message, headers: Object.fromEntries(keys.map((k) => [k, m.headers!.get(k)])) }
+}
+
+const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array<string>) => {
+  const existing = await jsm.streams.info(name).catch((e: unknown) => {
+    if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) return undefined
+    throw e
+  })
+  if (existing === undefined) {
+    await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NANOS })
+  } else if ([...existing.config.subjects].sort().join(" ") !== [...subjects].sort().join(" ")) {
+    await jsm.streams.update(name, { subjects })
+  }
+}
+
+/** The adapter without chunking: exported so tests can inspect and write stored parts. */
+export const makeRaw = (options: JetStreamOptions) =>
+  Effect.gen(function* () {
+    const stream = options.stream ?? "SLUICE"
+    const maxPayload = options.maxPayload ?? DEFAULT_MAX_PAYLOAD
+    const nc: NatsConnection = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => connect({ servers: options.url, maxReconnectAttempts: -1, reconnectTimeWait: 500 }),
+        catch: unavailable(`cannot connect to ${options.url}`),
+      }),
+      (nc) => Effect.promise(() => nc.drain().catch(() => nc.close())),
+    )
+    const info = nc.info
+    if (info === undefined || !atLeast(info.version, 2, 9)) {
+      return yield* new LogUnavailable({ message: `nats-server ${info?.version ?? "?"} is older than 2.9` })
+    }
+    if (info.jetstream !== true) {
+      return yield* new LogUnavailable({ message: `JetStream is not enabled on ${options.url}` })
+    }
+    if (maxPayload + HEADER_ROOM > info.max_payload) {
+      return yield* new LogUnavailable({
+        message: `maxPayload ${maxPayload} leaves no room for headers under the server's max_payload ${info.max_payload}`,
+      })
+    }
+    const jsm = yield* Effect.tryPromise({ try: () => jetstreamManager(nc), catch: unavailable("JetStream unavailable") })
+    const js = jetstream(nc)
+    yield* Effect.tryPromise({
+      try: () => ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>"])]),
+      catch: unavailable(`cannot create stream ${stream}`),
+    })
+    const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })
+
+    const consume = (filter: string, fromSeq: number) =>
+      Stream.acquireRelease(
+        Effect.tryPromise({
+          try: async () => {
+            const consumer = await js.consumers.get(stream, { filter_subjects: filter, opt_start_seq: Math.max(fromSeq, 1) })
+            const messages = await consumer.consume({ max_bytes: PULL_MAX_BYTES })
+            return { pending: (await consumer.info(true)).num_pending, messages, consumer }
+          },
+          catch: unavailable("cannot create consumer"),
+        }),
+        ({ messages, consumer }) =>
+          Effect.sync(() => {
+            // Not awaited: while disconnected these would wait for a timeout; the server also
+            // removes idle ordered consumers by itself.
+            void messages.close().catch(() => undefined)
+            void consumer.delete().catch(() => undefined)
+          }),
+      )
+
+    const raw: RawEventLog = {
+      maxPayload,
+      append: (messages) =>
+        Effect.tryPromise({ try: () => publishAll(js, messages), catch: unavailable("publish failed") }),
+      read: (filter, fromSeq) =>
+        Stream.unwrap(
+          Effect.map(streamInfo, (si) => {
+            const last = si.state.last_seq
+            if (fromSeq > last) return Stream.empty
+            return Stream.flatMap(consume(filter, fromSeq), ({ pending, messages }) =>
+              pending === 0
+                ? Stream.empty
+                : Stream.fromAsyncIterable(messages, unavailable("read failed")).pipe(
+                    Stream.takeUntil((m) => m.info.pending === 0 || m.seq >= last),
+                    Stream.filter((m) => m.seq <= last),
+                    Stream.map(toRaw),
+                  ),
+            )
+          }),
+        ),
+      // The ordered consumer recreates itself from its cursor after a reconnect; the iterator
+      // only ends if the connection is closed for good.
+      follow: (filter, fromSeq) =>
+        Stream.flatMap(consume(filter, fromSeq), ({ messages }) =>
+          Stream.fromAsyncIterable(messages, unavailable("follow failed")).pipe(
+            Stream.map(toRaw),
+            Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
+          ),
+        ),
+      lastSeq: Effect.map(streamInfo, (si) => si.state.last_seq),
+      purge: (filter) =>
+        Effect.tryPromise({
+          try: () => jsm.streams.purge(stream, { filter }).then((r) => r.purged),
+          catch: unavailable("purge failed"),
+        }),
+    }
+    return raw
+  })
+
+export const layer = (options: JetStreamOptions): Layer.Layer<EventLog, LogUnavailable> =>
+  Layer.scoped(EventLog, Effect.map(makeRaw(options), withChunking))

@@ -1,0 +1,149 @@
+import { createHash, randomUUID } from "node:crypto"
+import { Effect, Option, Stream } from "effect"
+import {
+  type AppendInput,
+  type AppendResult,
+  type EventLogShape,
+  type LogMessage,
+  type LogUnavailable,
+  WrongLastSequence,
+} from "./EventLog.js"
+
+export const CHUNK_HEADER = "Sluice-Chunk"
+export const DEFAULT_MAX_PAYLOAD = 900 * 1024
+
+export interface RawAppend extends AppendInput {
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export interface RawMessage extends LogMessage {
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** One outcome per message: a failed expectation does not stop the other messages of the append. */
+export type RawOutcome = AppendResult | WrongLastSequence
+
+/** What an adapter implements: stored messages as they are, never larger than maxPayload. */
+export interface RawEventLog {
+  readonly maxPayload: number
+  readonly append: (messages: ReadonlyArray<RawAppend>) => Effect.Effect<ReadonlyArray<RawOutcome>, LogUnavailable>
+  readonly read: (filter: string, fromSeq: number) => Stream.Stream<RawMessage, LogUnavailable>
+  readonly follow: (filter: string, fromSeq: number) => Stream.Stream<RawMessage, LogUnavailable>
+  readonly lastSeq: Effect.Effect<number, LogUnavailable>
+  readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>
+}
+
+// A retry with the same msgId must produce the same chunk id, or parts stored by a crashed first
+// attempt could never be reassembled with the parts stored by the retry.
+const chunkIdFor = (msgId: string | undefined): string =>
+  msgId === undefined
+    ? randomUUID().replaceAll("-", "")
+    : createHash("sha256").update(msgId).digest("base64url").slice(0, 32)
+
+export const splitIntoParts = (message: AppendInput, maxPayload: number): ReadonlyArray<RawAppend> => {
+  const { subject, data, msgId, expectLastSubjectSeq } = message
+  if (data.length <= maxPayload) return [message]
+  const n = Math.ceil(data.length / maxPayload)
+  const chunkId = chunkIdFor(msgId)
+  return Array.from({ length: n }, (_, i) => ({
+    subject,
+    data: data.subarray(i * maxPayload, (i + 1) * maxPayload),
+    headers: { [CHUNK_HEADER]: `${chunkId} ${i} ${n}` },
+    ...(msgId === undefined ? {} : { msgId: `${msgId}#${i}` }),
+    ...(i === 0 && expectLastSubjectSeq !== undefined ? { expectLastSubjectSeq } : {}),
+  }))
+}
+
+const appendChunked = (raw: RawEventLog) => (messages: ReadonlyArray<AppendInput>) =>
+  Effect.gen(function* () {
+    const plans = messages.map((m) => splitIntoParts(m, raw.maxPayload))
+    const outcomes: Array<Array<RawOutcome | undefined>> = plans.map((parts) => parts.map(() => undefined))
+    let batch: Array<readonly [plan: number, part: number]> = []
+    const flush = Effect.gen(function* () {
+      if (batch.length === 0) return
+      const sent = batch
+      batch = []
+      const results = yield* raw.append(sent.map(([p, i]) => plans[p]![i]!))
+      sent.forEach(([p, i], k) => (outcomes[p]![i] = results[k]))
+    })
+    for (const [p, parts] of plans.entries()) {
+      const guarded = parts.length > 1 && parts[0]!.expectLastSubjectSeq !== undefined
+      // The first part must be known to pass its expectation before the rest are stored.
+      if (guarded) {
+        batch.push([p, 0])
+        yield* flush
+        if (outcomes[p]![0] instanceof WrongLastSequence) continue
+      }
+      for (let i = guarded ? 1 : 0; i < parts.length; i++) batch.push([p, i])
+    }
+    yield* flush
+    const results: Array<AppendResult> = []
+    for (const parts of outcomes) {
+      const failed = parts.find((o) => o instanceof WrongLastSequence)
+      if (failed !== undefined) return yield* Effect.fail(failed)
+      const done = parts as ReadonlyArray<AppendResult>
+      results.push({ seq: done[done.length - 1]!.seq, duplicate: done.every((o) => o.duplicate) })
+    }
+    return results
+  })
+
+interface Assembly {
+  readonly subject: string
+  readonly n: number
+  readonly parts: Array<Uint8Array>
+}
+
+const MAX_OPEN_ASSEMBLIES = 1024
+
+const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0))
+  let offset = 0
+  for (const p of parts) {
+    out.set(p, offset)
+    offset += p.length
+  }
+  return out
+}
+
+/** Stateful per stream run: joins parts by chunk id, drops parts whose predecessors were never seen. */
+const makeReassembler = () => {
+  const open = new Map<string, Assembly>()
+  return (m: RawMessage): Option.Option<LogMessage> => {
+    const plain = { seq: m.seq, subject: m.subject, time: m.time }
+    const header = m.headers?.[CHUNK_HEADER]
+    if (header === undefined) return Option.some({ ...plain, data: m.data })
+    const [id = "", iText = "", nText = ""] = header.split(" ")
+    const i = Number(iText)
+    const n = Number(nText)
+    if (i === 0) {
+      open.delete(id)
+      // A writer that died mid-message leaves an assembly that never completes; bound the leak.
+      if (open.size >= MAX_OPEN_ASSEMBLIES) open.delete(open.keys().next().value!)
+      open.set(id, { subject: m.subject, n, parts: [m.data] })
+    } else {
+      const assembly = open.get(id)
+      if (assembly === undefined || assembly.n !== n || assembly.parts.length !== i || assembly.subject !== m.subject) {
+        open.delete(id)
+        return Option.none()
+      }
+      assembly.parts.push(m.data)
+    }
+    const assembly = open.get(id)!
+    if (assembly.parts.length < n) return Option.none()
+    open.delete(id)
+    return Option.some({ ...plain, data: concat(assembly.parts) })
+  }
+}
+
+const reassemble = <E>(stream: Stream.Stream<RawMessage, E>): Stream.Stream<LogMessage, E> =>
+  Stream.suspend(() => Stream.filterMap(stream, makeReassembler()))
+
+/** The port over a raw adapter: splits large appends into parts and joins them again on read. */
+export const withChunking = (raw: RawEventLog): EventLogShape => ({
+  maxPayload: raw.maxPayload,
+  append: appendChunked(raw),
+  read: (filter, fromSeq) => reassemble(raw.read(filter, fromSeq)),
+  follow: (filter, fromSeq) => reassemble(raw.follow(filter, fromSeq)),
+  lastSeq: raw.lastSeq,
+  purge: raw.purge,
+})

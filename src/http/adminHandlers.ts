@@ -1,0 +1,79 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, ParseResult, Schema } from "effect"
+import { Accounts, type Account } from "../actors/Accounts.js"
+import { CreateAccountPayload, CreateKeyPayload, SluiceApi, UpdateAccountPayload } from "./api.js"
+import { authenticateAdmin } from "./auth.js"
+import { readJsonBody } from "./body.js"
+import { badRequest, conflict, notFound, unavailable } from "./errors.js"
+import { HttpSettings } from "./settings.js"
+
+const ADMIN_BODY_BYTES = 1024 * 1024
+
+const decodeBody = <A, I>(schema: Schema.Schema<A, I>) =>
+  Effect.flatMap(readJsonBody(ADMIN_BODY_BYTES, { emptyIs: {} }), (input) =>
+    Schema.decodeUnknown(schema, { onExcessProperty: "error" })(input).pipe(
+      Effect.mapError((error) => badRequest(ParseResult.TreeFormatter.formatErrorSync(error))),
+    ),
+  )
+
+const view = (account: Account) => ({ ...account, models: account.models === null ? null : [...account.models] })
+
+export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
+  Effect.gen(function* () {
+    const accounts = yield* Accounts
+    const settings = yield* HttpSettings
+    const admin = authenticateAdmin(settings.adminToken)
+    const logDown = () => unavailable("The event log cannot be reached")
+    return handlers
+      .handle("createAccount", () =>
+        Effect.gen(function* () {
+          yield* admin
+          const { id, ...rest } = yield* decodeBody(CreateAccountPayload)
+          const account = yield* accounts.create(id, rest).pipe(
+            Effect.catchTags({
+              AccountConflict: (e) => Effect.fail(conflict(e.message)),
+              LogUnavailable: () => Effect.fail(logDown()),
+            }),
+          )
+          return view(account)
+        }),
+      )
+      .handle("updateAccount", ({ path }) =>
+        Effect.gen(function* () {
+          yield* admin
+          const patch = yield* decodeBody(UpdateAccountPayload)
+          const account = yield* accounts.update(path.id, patch).pipe(
+            Effect.catchTags({
+              AccountNotFound: (e) => Effect.fail(notFound(e.message)),
+              LogUnavailable: () => Effect.fail(logDown()),
+            }),
+          )
+          return view(account)
+        }),
+      )
+      .handle("createKey", ({ path }) =>
+        Effect.gen(function* () {
+          yield* admin
+          const { expires_at } = yield* decodeBody(CreateKeyPayload)
+          const created = yield* accounts.createKey(path.id, expires_at ?? null).pipe(
+            Effect.catchTags({
+              AccountNotFound: (e) => Effect.fail(notFound(e.message)),
+              LogUnavailable: () => Effect.fail(logDown()),
+            }),
+          )
+          return { ...created, expires_at: expires_at ?? null }
+        }),
+      )
+      .handle("revokeKey", ({ path }) =>
+        Effect.gen(function* () {
+          yield* admin
+          return yield* accounts.revokeKey(path.id).pipe(
+            Effect.catchTags({
+              AccountNotFound: (e) => Effect.fail(notFound(e.message)),
+              LogUnavailable: () => Effect.fail(logDown()),
+            }),
+          )
+        }),
+      )
+  }),
+)

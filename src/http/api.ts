@@ -1,0 +1,106 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { JSONSchema, Schema } from "effect"
+import { BatchDeleted, BatchList, BatchObject, CreateBatchPayload, ResultsPage } from "../domain/api/index.js"
+import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
+
+const BatchPath = Schema.Struct({ batch_id: Schema.String })
+/** Query values stay strings here: the handlers answer a bad one with the API's own 400 envelope. */
+const PageParams = Schema.Struct({
+  limit: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+  after: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+})
+
+/** Bodies are read and validated by the handlers (size limit, seed messages); this only documents them. */
+const documentedBody = (schema: Schema.Schema.Any) =>
+  OpenApi.annotations({
+    override: {
+      requestBody: { required: true, content: { "application/json": { schema: JSONSchema.make(schema) } } },
+    },
+  })
+
+export const BatchesGroup = HttpApiGroup.make("batches")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/batches")
+      .addSuccess(BatchObject)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(PayloadTooLarge)
+      .annotateContext(documentedBody(CreateBatchPayload)),
+  )
+  .add(HttpApiEndpoint.get("list", "/v1/batches").setUrlParams(PageParams).addSuccess(BatchList).addError(BadRequest))
+  .add(HttpApiEndpoint.get("retrieve", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchObject))
+  .add(
+    HttpApiEndpoint.get("results", "/v1/batches/:batch_id/results")
+      .setPath(BatchPath)
+      .setUrlParams(PageParams)
+      .addSuccess(ResultsPage)
+      .addError(BadRequest),
+  )
+  .add(HttpApiEndpoint.post("cancel", "/v1/batches/:batch_id/cancel").setPath(BatchPath).addSuccess(BatchObject))
+  .add(
+    HttpApiEndpoint.del("delete", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchDeleted).addError(Conflict),
+  )
+  .addError(Unauthorized)
+  .addError(NotFound)
+  .addError(TooManyRequests)
+  .addError(Unavailable)
+
+export const AccountSettingsPayload = Schema.Struct({
+  tier: Schema.optional(Schema.Literal("internal", "standard")),
+  daily_quota_usd: Schema.optional(Schema.NullOr(Schema.NonNegative)),
+  concurrency: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive()))),
+  models: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+})
+export const CreateAccountPayload = Schema.Struct({
+  id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/)),
+  ...AccountSettingsPayload.fields,
+})
+export const UpdateAccountPayload = Schema.Struct({
+  ...AccountSettingsPayload.fields,
+  status: Schema.optional(Schema.Literal("active", "suspended", "deleted")),
+})
+export const CreateKeyPayload = Schema.Struct({ expires_at: Schema.optional(Schema.NullOr(Schema.Int)) })
+
+const AccountObject = Schema.Struct({
+  id: Schema.String,
+  tier: Schema.String,
+  status: Schema.String,
+  daily_quota_usd: Schema.NullOr(Schema.Number),
+  concurrency: Schema.NullOr(Schema.Number),
+  models: Schema.NullOr(Schema.Array(Schema.String)),
+})
+
+export const AdminGroup = HttpApiGroup.make("admin")
+  .add(
+    HttpApiEndpoint.post("createAccount", "/admin/v1/accounts")
+      .addSuccess(AccountObject)
+      .addError(Conflict)
+      .annotateContext(documentedBody(CreateAccountPayload)),
+  )
+  .add(
+    HttpApiEndpoint.patch("updateAccount", "/admin/v1/accounts/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(AccountObject)
+      .annotateContext(documentedBody(UpdateAccountPayload)),
+  )
+  .add(
+    HttpApiEndpoint.post("createKey", "/admin/v1/accounts/:id/keys")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(Schema.Struct({ id: Schema.String, key: Schema.String, expires_at: Schema.NullOr(Schema.Number) }))
+      .annotateContext(documentedBody(CreateKeyPayload)),
+  )
+  .add(
+    HttpApiEndpoint.post("revokeKey", "/admin/v1/keys/:id/revoke")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) })),
+  )
+  .addError(BadRequest)
+  .addError(Unauthorized)
+  .addError(NotFound)
+  .addError(PayloadTooLarge)
+  .addError(Unavailable)
+
+export const SluiceApi = HttpApi.make("sluice")
+  .add(BatchesGroup)
+  .add(AdminGroup)
+  .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0" }))

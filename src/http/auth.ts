@@ -1,0 +1,35 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Option, Redacted } from "effect"
+import { Accounts } from "../actors/Accounts.js"
+import { forbidden, unauthorized } from "./errors.js"
+
+const bearer = /^Bearer\s+(.+)$/i
+
+/** The caller's key, from `Authorization: Bearer` or `X-API-Key`. */
+export const authenticate = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const header = request.headers["authorization"]
+  const secret = (header === undefined ? undefined : bearer.exec(header)?.[1]?.trim()) ?? request.headers["x-api-key"]?.trim()
+  if (secret === undefined || secret === "") {
+    return yield* Effect.fail(
+      unauthorized("Missing API key: send it as 'Authorization: Bearer <key>' or in the 'X-API-Key' header"),
+    )
+  }
+  const accounts = yield* Accounts
+  return yield* accounts.authenticate(secret).pipe(Effect.mapError((e) => unauthorized(e.message)))
+})
+
+export const requireBatchAccess = <A extends { readonly account: { readonly tier: string } }>(caller: A) =>
+  caller.account.tier === "internal"
+    ? Effect.succeed(caller)
+    : Effect.fail(forbidden("Batch inference is available to internal accounts only; this account may not create batches"))
+
+/** The admin API exists only when the operator configured a token. */
+export const authenticateAdmin = (token: Option.Option<Redacted.Redacted<string>>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const sent = bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+    if (Option.isNone(token) || sent === undefined || sent !== Redacted.value(token.value)) {
+      return yield* Effect.fail(unauthorized("Invalid admin token"))
+    }
+  })

@@ -1,0 +1,158 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Either } from "effect"
+import { BatchWriter } from "../actors/BatchWriter.js"
+import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
+import { validateCreateBatch } from "../domain/batch/validateCreate.js"
+import { oneBatch } from "../domain/batch/subjects.js"
+import { EventLog } from "../eventlog/EventLog.js"
+import { batchReads, toBatchObject } from "../projections/batchReads.js"
+import { Projector } from "../projections/Projector.js"
+import { ReadModel } from "../projections/ReadModel.js"
+import { parseResultId, resultReads } from "../projections/resultReads.js"
+import { SluiceApi } from "./api.js"
+import { authenticate, requireBatchAccess } from "./auth.js"
+import { readJsonBody } from "./body.js"
+import { badRequest, batchNotFound, conflict, unavailable } from "./errors.js"
+import { parseAfter, parseLimit } from "./pageParams.js"
+import { HttpSettings } from "./settings.js"
+
+const json = (text: string) => HttpServerResponse.text(text, { contentType: "application/json" })
+
+export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers) =>
+  Effect.gen(function* () {
+    const db = yield* ReadModel
+    const batches = batchReads(db)
+    const results = resultReads(db)
+    const writer = yield* BatchWriter
+    const projector = yield* Projector
+    const dispatcher = yield* Dispatcher
+    const catalog = yield* ModelCatalog
+    const log = yield* EventLog
+    const settings = yield* HttpSettings
+    const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
+
+    const owned = (accountId: string, batchId: string) => {
+      const row = batches.ofAccount(accountId, batchId)
+      return row === undefined ? Effect.fail(batchNotFound(batchId)) : Effect.succeed(row)
+    }
+    const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
+
+    return handlers
+      .handle("create", () =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          const input = yield* readJsonBody()
+          const allowed = caller.account.models
+          const valid = yield* Either.match(
+            validateCreateBatch(input, {
+              isAvailable: (model) => catalog.has(model) && (allowed === null || allowed.includes(model)),
+            }),
+            {
+              onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+              onRight: Effect.succeed,
+            },
+          )
+          const { batchId, seq } = yield* writer
+            .create({
+              accountId: caller.account.id,
+              keyId: caller.keyId,
+              completionWindowMs: settings.completionWindowMs,
+              metadata: valid.metadata,
+              requests: valid.requests,
+            })
+            .pipe(Effect.mapError(logDown))
+          yield* projector.awaitSeq(seq)
+          // Nothing runs during the create call: the rows start in the background.
+          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId))
+          return current(batchId)
+        }),
+      )
+      .handle("retrieve", ({ path }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          return toBatchObject(yield* owned(caller.account.id, path.batch_id))
+        }),
+      )
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          const limit = yield* parseLimit(urlParams.limit, 100, 20)
+          const after = yield* parseAfter(urlParams.after)
+          let afterSeq: number | undefined
+          if (after !== undefined) {
+            const anchor = batches.ofAccount(caller.account.id, after)
+            if (anchor === undefined) return yield* Effect.fail(badRequest(`'after' is not the ID of one of your batches: '${after}'`, "after"))
+            afterSeq = anchor.seq
+          }
+          const rows = batches.page(caller.account.id, limit, afterSeq)
+          const hasMore = rows.length > limit
+          const data = rows.slice(0, limit).map(toBatchObject)
+          return {
+            object: "list" as const,
+            data,
+            has_more: hasMore,
+            first_id: data[0]?.id ?? null,
+            last_id: data[data.length - 1]?.id ?? null,
+          }
+        }),
+      )
+      .handleRaw("results", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* owned(caller.account.id, path.batch_id)
+          const limit = yield* parseLimit(urlParams.limit, 1000, 100)
+          const after = yield* parseAfter(urlParams.after)
+          let from = 0
+          if (after !== undefined) {
+            const idx = parseResultId(after)
+            if (idx === undefined) {
+              return yield* Effect.fail(badRequest(`'after' must be a result ID such as batch_req_42, got '${after}'`, "after"))
+            }
+            from = idx + 1
+          }
+          return json(results.pageJson(path.batch_id, from, limit))
+        }),
+      )
+      .handle("cancel", ({ path }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* owned(caller.account.id, path.batch_id)
+          const written = yield* writer.execute(path.batch_id, { type: "Cancel", at: yield* writer.now }).pipe(
+            Effect.catchTags({
+              BatchNotFound: () => Effect.fail(batchNotFound(path.batch_id)),
+              RowsStillRunning: () => Effect.fail(batchNotFound(path.batch_id)),
+              LogUnavailable: () => Effect.fail(logDown()),
+            }),
+          )
+          yield* projector.awaitSeq(written.seq)
+          dispatcher.dropBatch(path.batch_id)
+          return current(path.batch_id)
+        }),
+      )
+      .handle("delete", ({ path }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* owned(caller.account.id, path.batch_id)
+          const written = yield* writer.execute(path.batch_id, { type: "Delete", at: yield* writer.now }).pipe(
+            Effect.catchTags({
+              BatchNotFound: () => Effect.fail(batchNotFound(path.batch_id)),
+              RowsStillRunning: (e) =>
+                Effect.fail(
+                  conflict(
+                    `Batch '${path.batch_id}' has ${e.running} request(s) still running; cancel it and wait for them to finish before deleting it`,
+                  ),
+                ),
+              LogUnavailable: () => Effect.fail(logDown()),
+            }),
+          )
+          yield* projector.awaitSeq(written.seq)
+          dispatcher.dropBatch(path.batch_id)
+          // The history goes with the batch; a failed purge leaves events that the read model already ignores.
+          yield* log.purge(oneBatch(path.batch_id)).pipe(
+            Effect.catchAll((e) => Effect.logWarning(`purging ${path.batch_id} from the log failed`, e)),
+          )
+          return { id: path.batch_id, object: "batch.deleted" as const, deleted: true as const }
+        }),
+      )
+  }),
+)

@@ -1,0 +1,67 @@
+import { HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect } from "effect"
+import { badRequest, payloadTooLarge } from "./errors.js"
+
+export const MAX_BODY_BYTES = 32 * 1024 * 1024
+
+class TooLarge {}
+
+const tooLarge = (limit: number) =>
+  payloadTooLarge(`The request body is larger than the limit of ${limit} bytes (${limit / 1024 / 1024} MiB)`)
+
+/**
+ * Reads the body up to `limit` bytes and parses it as JSON. A body declared or found larger than
+ * the limit is refused as soon as that is known, without holding more than the limit in memory.
+ */
+export const readJsonBody = (limit = MAX_BODY_BYTES, options: { readonly emptyIs?: unknown } = {}) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const declared = Number(request.headers["content-length"] ?? Number.NaN)
+    if (declared > limit) return yield* Effect.fail(tooLarge(limit))
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const bytes = yield* Effect.async<Buffer, TooLarge | Error>((resume) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      const onData = (chunk: Buffer) => {
+        size += chunk.length
+        if (size > limit) {
+          cleanup()
+          // Stop reading; the rest of the body is discarded as the connection closes after the answer.
+          incoming.pause()
+          resume(Effect.fail(new TooLarge()))
+          return
+        }
+        chunks.push(chunk)
+      }
+      const onEnd = () => {
+        cleanup()
+        resume(Effect.succeed(Buffer.concat(chunks, size)))
+      }
+      const onError = (error: Error) => {
+        cleanup()
+        resume(Effect.fail(error))
+      }
+      const cleanup = () => {
+        incoming.off("data", onData)
+        incoming.off("end", onEnd)
+        incoming.off("error", onError)
+      }
+      incoming.on("data", onData)
+      incoming.on("end", onEnd)
+      incoming.on("error", onError)
+    })
+      .pipe(
+        Effect.catchAll((error) =>
+          Effect.fail(error instanceof TooLarge ? tooLarge(limit) : badRequest("The request body could not be read")),
+        ),
+      )
+    if (bytes.length === 0) {
+      if ("emptyIs" in options) return options.emptyIs
+      return yield* Effect.fail(badRequest("The request body is empty: expected a JSON object"))
+    }
+    return yield* Effect.try({
+      try: () => JSON.parse(bytes.toString("utf8")) as unknown,
+      catch: () => badRequest("The request body is not valid JSON"),
+    })
+  })
