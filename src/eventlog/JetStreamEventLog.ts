@@ -21,7 +21,7 @@ import {
 } from "./chunking.js"
 import { EventLog, LogUnavailable, WrongLastSequence } from "./EventLog.js"
 
-export interface JetStreamOptions {
+export interface JetStreamEventLogOptions {
   readonly url: string
   readonly stream?: string
   readonly subjects?: ReadonlyArray<string>
@@ -100,7 +100,7 @@ const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array
 }
 
 /** The adapter without chunking: exported so tests can inspect and write stored parts. */
-export const makeRaw = (options: JetStreamOptions) =>
+export const makeRaw = (options: JetStreamEventLogOptions) =>
   Effect.gen(function* () {
     const stream = options.stream ?? "SLUICE"
     const maxPayload = options.maxPayload ?? DEFAULT_MAX_PAYLOAD
@@ -189,5 +189,5 @@ export const makeRaw = (options: JetStreamOptions) =>
     return raw
   })
 
-export const layer = (options: JetStreamOptions): Layer.Layer<EventLog, LogUnavailable> =>
+export const layer = (options: JetStreamEventLogOptions): Layer.Layer<EventLog, LogUnavailable> =>
   Layer.scoped(EventLog, Effect.map(makeRaw(options), withChunking))

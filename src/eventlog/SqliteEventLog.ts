@@ -123,15 +123,18 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
         return Effect.flatMap(Queue.takeAll(queue), Effect.forEach((p) => Deferred.fail(p.done, closedError())))
       }),
     )
+    // Uninterruptible once taken, so closing the log never strands an appender that was dequeued.
+    const commit = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(Effect.try({ try: () => writeAll(batch), catch: unavailable("append failed") }))
+        yield* Effect.forEach(batch, (p, i) => Deferred.done(p.done, Exit.map(exit, (outcomes) => outcomes[i]!)))
+        yield* notifyFollowers
+      }).pipe(Effect.uninterruptible)
     yield* Effect.forkScoped(
       Effect.forever(
-        Effect.gen(function* () {
-          const batch = Chunk.toReadonlyArray(yield* Queue.takeBetween(queue, 1, Number.MAX_SAFE_INTEGER))
-          const written = Effect.try({ try: () => writeAll(batch), catch: unavailable("append failed") })
-          const exit = yield* Effect.exit(written)
-          yield* Effect.forEach(batch, (p, i) => Deferred.done(p.done, Exit.map(exit, (outcomes) => outcomes[i]!)))
-          yield* notifyFollowers
-        }),
+        Effect.flatMap(Queue.takeBetween(queue, 1, Number.MAX_SAFE_INTEGER), (batch) =>
+          commit(Chunk.toReadonlyArray(batch)),
+        ),
       ),
     )
 
@@ -155,7 +158,9 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     const fetchRow = (seq: number): Option.Option<RawMessage> => {
       const row = sql.row.get(seq)
       if (row === undefined) return Option.none() // purged since the page was read
-      const message = { seq, subject: row.subject, data: new Uint8Array(row.data.buffer, row.data.byteOffset, row.data.byteLength), time: row.time }
+      // A plain Uint8Array view (no copy), like the JetStream adapter returns.
+      const data = new Uint8Array(row.data.buffer, row.data.byteOffset, row.data.byteLength)
+      const message = { seq, subject: row.subject, data, time: row.time }
       return Option.some(row.headers === null ? message : { ...message, headers: JSON.parse(row.headers) })
     }
 
@@ -172,7 +177,7 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
           if (seqs.length < PAGE_ROWS) {
             if (upto !== undefined) return [Chunk.unsafeFromArray(seqs), Option.none<number>()] as const
             // Polling too: appends by another process on the same file send no notification.
-            if (seqs.length === 0) yield* Deferred.await(wake)
+            if (seqs.length === 0) yield* Effect.timeoutOption(Deferred.await(wake), POLL)
           }
           return [Chunk.unsafeFromArray(seqs), Option.some(next)] as const
         }),

@@ -1,0 +1,106 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { accessSync, constants, mkdtempSync, rmSync } from "node:fs"
+import { createConnection, createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { delimiter, join } from "node:path"
+
+export interface NatsServer {
+  readonly url: string
+  readonly port: number
+  readonly storeDir: string
+  /** Stops the server and deletes its store. */
+  stop(): Promise<void>
+  /** Stops and starts the server again on the same port and store (for reconnect tests). */
+  restart(): Promise<void>
+}
+
+const findBinary = (): string => {
+  const candidates = [
+    ...(process.env.PATH ?? "").split(delimiter).filter((d) => d !== "").map((d) => join(d, "nats-server")),
+    "/usr/sbin/nats-server",
+  ]
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK)
+      return candidate
+    } catch {
+      // try the next one
+    }
+  }
+  throw new Error(
+    "nats-server not found on PATH or at /usr/sbin/nats-server: the JetStream tests need it (apt-get install nats-server)",
+  )
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() =>
+        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")),
+      )
+    })
+  })
+
+const accepts = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = createConnection({ port, host: "127.0.0.1" })
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once("error", () => resolve(false))
+  })
+
+const launch = async (binary: string, port: number, storeDir: string): Promise<ChildProcess> => {
+  const child = spawn(binary, ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
+    stdio: ["ignore", "ignore", "pipe"],
+  })
+  let stderr = ""
+  child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)))
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`nats-server exited (${child.exitCode ?? child.signalCode}) on port ${port}:\n${stderr}`)
+    }
+    if (await accepts(port)) return child
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  child.kill("SIGKILL")
+  throw new Error(`nats-server did not accept connections on port ${port} within 15s:\n${stderr}`)
+}
+
+const kill = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    const force = setTimeout(() => child.kill("SIGKILL"), 5_000)
+    child.once("exit", () => {
+      clearTimeout(force)
+      resolve()
+    })
+    child.kill("SIGTERM")
+  })
+
+export const startNatsServer = async (): Promise<NatsServer> => {
+  const binary = findBinary()
+  let port = await freePort()
+  // Never the machine's shared server.
+  while (port === 4222) port = await freePort()
+  const storeDir = mkdtempSync(join(tmpdir(), "sluice-nats-"))
+  let child = await launch(binary, port, storeDir)
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir,
+    stop: async () => {
+      await kill(child)
+      rmSync(storeDir, { recursive: true, force: true })
+    },
+    restart: async () => {
+      await kill(child)
+      child = await launch(binary, port, storeDir)
+    },
+  }
+}
