@@ -10,7 +10,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream"
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
@@ -99,6 +99,21 @@ const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array
   }
 }
 
+/**
+ * Like Stream.fromAsyncIterable, but without awaiting the iterator's `return()` on interruption:
+ * a nats.js consumer iterator's `return()` does not settle while a `next()` is pending, which
+ * hung shutdown. The consumer is closed by its own finalizer instead.
+ */
+const iterate = <A>(iterable: AsyncIterable<A>, onError: (e: unknown) => LogUnavailable) =>
+  Stream.suspend(() => {
+    const iterator = iterable[Symbol.asyncIterator]()
+    return Stream.repeatEffectOption(
+      Effect.tryPromise({ try: () => iterator.next(), catch: (e) => Option.some(onError(e)) }).pipe(
+        Effect.flatMap((r) => (r.done === true ? Effect.fail(Option.none()) : Effect.succeed(r.value))),
+      ),
+    )
+  })
+
 /** The adapter without chunking: exported so tests can inspect and write stored parts. */
 export const makeRaw = (options: JetStreamEventLogOptions) =>
   Effect.gen(function* () {
@@ -162,7 +177,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
             return Stream.flatMap(consume(filter, fromSeq), ({ pending, messages }) =>
               pending === 0
                 ? Stream.empty
-                : Stream.fromAsyncIterable(messages, unavailable("read failed")).pipe(
+                : iterate(messages, unavailable("read failed")).pipe(
                     Stream.takeUntil((m) => m.info.pending === 0 || m.seq >= last),
                     Stream.filter((m) => m.seq <= last),
                     Stream.map(toRaw),
@@ -174,7 +189,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       // only ends if the connection is closed for good.
       follow: (filter, fromSeq) =>
         Stream.flatMap(consume(filter, fromSeq), ({ messages }) =>
-          Stream.fromAsyncIterable(messages, unavailable("follow failed")).pipe(
+          iterate(messages, unavailable("follow failed")).pipe(
             Stream.map(toRaw),
             Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
           ),
