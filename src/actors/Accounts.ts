@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { type AccountEvent, accountSubject } from "../domain/account/events.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
@@ -60,6 +60,8 @@ export const Live = Layer.effect(
     const db = yield* ReadModel
     const log = yield* EventLog
     const projector = yield* Projector
+    // Captured at construction: key expiry follows the clock the service was built with, whoever calls it.
+    const clock = yield* Effect.clock
     const s = {
       account: db.prepare(`SELECT id, tier, status, daily_quota_usd, concurrency, models FROM accounts WHERE id = ?`),
       key: db.prepare(`SELECT id, account_id, expires_at, revoked_at FROM api_keys WHERE key_sha256 = ?`),
@@ -90,7 +92,7 @@ export const Live = Layer.effect(
           | undefined
         if (key === undefined) return yield* new Unauthenticated({ message: "Invalid API key" })
         if (key.revoked_at !== null) return yield* new Unauthenticated({ message: "This API key has been revoked" })
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* clock.currentTimeMillis
         if (key.expires_at !== null && key.expires_at * 1000 <= now) {
           return yield* new Unauthenticated({ message: "This API key has expired" })
         }
@@ -112,7 +114,7 @@ export const Live = Layer.effect(
             daily_quota_usd: settings.daily_quota_usd ?? null,
             concurrency: settings.concurrency ?? null,
             models: settings.models ?? null,
-            at: yield* Clock.currentTimeMillis,
+            at: yield* clock.currentTimeMillis,
           },
         ])
         return get(id)!
@@ -121,7 +123,7 @@ export const Live = Layer.effect(
     const update = (id: string, settings: AccountSettings) =>
       Effect.gen(function* () {
         if (get(id) === undefined) return yield* new AccountNotFound({ message: `Account '${id}' not found` })
-        yield* write([{ type: "account_updated", account_id: id, ...settings, at: yield* Clock.currentTimeMillis }])
+        yield* write([{ type: "account_updated", account_id: id, ...settings, at: yield* clock.currentTimeMillis }])
         return get(id)!
       })
 
@@ -133,7 +135,7 @@ export const Live = Layer.effect(
           key_id: keyId,
           key_sha256: sha256(secret),
           expires_at: expiresAt,
-          at: yield* Clock.currentTimeMillis,
+          at: yield* clock.currentTimeMillis,
         }
         yield* write([event], msgId === undefined ? undefined : [msgId])
       })
@@ -151,7 +153,7 @@ export const Live = Layer.effect(
       Effect.gen(function* () {
         const key = s.keyById.get(keyId) as { id: string; account_id: string } | undefined
         if (key === undefined) return yield* new AccountNotFound({ message: `Key '${keyId}' not found` })
-        yield* write([{ type: "key_revoked", account_id: key.account_id, key_id: keyId, at: yield* Clock.currentTimeMillis }])
+        yield* write([{ type: "key_revoked", account_id: key.account_id, key_id: keyId, at: yield* clock.currentTimeMillis }])
         return { id: keyId, revoked: true as const }
       })
 
@@ -160,7 +162,7 @@ export const Live = Layer.effect(
         const accountId = "bootstrap"
         if (get(accountId) === undefined) {
           yield* write(
-            [{ type: "account_created", account_id: accountId, tier: "internal", daily_quota_usd: null, concurrency: null, models: null, at: yield* Clock.currentTimeMillis }],
+            [{ type: "account_created", account_id: accountId, tier: "internal", daily_quota_usd: null, concurrency: null, models: null, at: yield* clock.currentTimeMillis }],
             [`account:${accountId}:created`],
           )
         }

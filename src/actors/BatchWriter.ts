@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Either, Layer } from "effect"
+import { Context, Effect, Either, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
@@ -47,6 +47,8 @@ export const Live = Layer.effect(
     const log = yield* EventLog
     const db = yield* ReadModel
     const projector = yield* Projector
+    // Captured at construction: a batch's times follow the clock the service was built with, whoever calls it.
+    const clock = yield* Effect.clock
     const live = new Map<string, { state: BatchState; lock: Effect.Semaphore }>()
 
     const entry = (batchId: string) =>
@@ -92,7 +94,7 @@ export const Live = Layer.effect(
 
     const create = (batch: NewBatch) =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* clock.currentTimeMillis
         const batchId = `batch_${randomUUID().replaceAll("-", "")}`
         const created: BatchEvent = {
           type: "batch_created",
@@ -112,7 +114,7 @@ export const Live = Layer.effect(
         return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
 
-    return { create, execute, now: Clock.currentTimeMillis }
+    return { create, execute, now: clock.currentTimeMillis }
   }),
 )
 

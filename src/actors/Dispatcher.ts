@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { Catalog } from "../config/Catalog.js"
 import { batchReads } from "../projections/batchReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -30,14 +30,14 @@ export const Live = Layer.scoped(
 
     const failUnservable = (batchId: string, row: number, model: string) =>
       Effect.gen(function* () {
-        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* Clock.currentTimeMillis })
+        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* writer.now })
         const start = started.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") return
         yield* writer.execute(batchId, {
           type: "SettleRow",
           row,
           attempt: start.attempt,
-          at: yield* Clock.currentTimeMillis,
+          at: yield* writer.now,
           outcome: { _tag: "Permanent", error: { code: "model_not_found", message: `Model '${model}' not found`, status: 404 } },
         })
       })
@@ -48,7 +48,7 @@ export const Live = Layer.scoped(
         for (const { idx, model, status } of results.pending(batchId)) {
           if (status === "running") {
             // Only a restart leaves a row running with no worker: its attempt was lost and runs again.
-            yield* writer.execute(batchId, { type: "InterruptRow", row: idx, at: yield* Clock.currentTimeMillis })
+            yield* writer.execute(batchId, { type: "InterruptRow", row: idx, at: yield* writer.now })
           }
           let rows = byModel.get(model)
           if (rows === undefined) byModel.set(model, (rows = []))
@@ -59,7 +59,7 @@ export const Live = Layer.scoped(
           if (actor !== undefined) actor.enqueue(batchId, rows)
           else for (const row of rows) yield* failUnservable(batchId, row, model)
         }
-        yield* writer.execute(batchId, { type: "Reconcile", at: yield* Clock.currentTimeMillis })
+        yield* writer.execute(batchId, { type: "Reconcile", at: yield* writer.now })
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logError(`batch ${batchId} could not be enqueued`, cause)),
       )

@@ -1,4 +1,4 @@
-import { Clock, Deferred, Duration, Effect, Random } from "effect"
+import { Deferred, Effect, Random } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { RowOutcome } from "../domain/batch/decide.js"
@@ -17,7 +17,7 @@ export interface ModelActor {
   readonly queued: () => number
 }
 
-const SHUTDOWN_GRACE = Duration.seconds(30)
+const SHUTDOWN_GRACE_MS = 30_000
 
 /**
  * One model's batch slots: `batchConcurrency` workers, each running one row at a time, taking rows
@@ -53,7 +53,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       Effect.gen(function* () {
         const answer = yield* callUpstream(model, body)
         const classified = classifyUpstream(answer)
-        const at = yield* Clock.currentTimeMillis
+        const at = yield* writer.now
         switch (classified._tag) {
           case "Success": {
             const completion = answer._tag === "Response" ? answer.body : null
@@ -82,7 +82,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
 
     const runRow = (batchId: string, row: number) =>
       Effect.gen(function* () {
-        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* Clock.currentTimeMillis })
+        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* writer.now })
         const start = started.events.find((e) => e.type === "row_started")
         if (start === undefined || start.type !== "row_started") return
         const body = results.body(batchId, row) ?? "{}"
@@ -109,16 +109,18 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
     )
     for (let i = 0; i < model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
     // Added after the workers so it runs before they are interrupted: running rows finish first.
+    // It waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
     yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        draining = true
-        wake()
-        yield* Effect.sleep("20 millis").pipe(
-          Effect.repeat({ until: () => running === 0 }),
-          Effect.timeout(SHUTDOWN_GRACE),
-          Effect.ignore,
-        )
-      }),
+      Effect.promise(
+        () =>
+          new Promise<void>((resolve) => {
+            draining = true
+            wake()
+            const deadline = Date.now() + SHUTDOWN_GRACE_MS
+            const check = () => (running === 0 || Date.now() > deadline ? resolve() : setTimeout(check, 20))
+            check()
+          }),
+      ),
     )
 
     return {

@@ -65,15 +65,18 @@ export const permanent: fc.Arbitrary<RowOutcome> = fc.record({
   ),
 })
 
-export const rowOutcome: fc.Arbitrary<RowOutcome> = fc.oneof(
-  { arbitrary: completed, weight: 2 },
-  { arbitrary: retryable, weight: 3 },
-  { arbitrary: permanent, weight: 1 },
-)
+/** `flakiness` weighs transient failures: high values drive rows through all their attempts. */
+export const rowOutcome = (flakiness: number): fc.Arbitrary<RowOutcome> =>
+  fc.oneof(
+    { arbitrary: completed, weight: 2 },
+    { arbitrary: retryable, weight: flakiness },
+    { arbitrary: permanent, weight: 1 },
+  )
 
 const rowRef = (total: number): fc.Arbitrary<RowRef> =>
   fc.oneof(
-    { arbitrary: fc.nat(1_000).map((pick): RowRef => ({ _tag: "Live", pick })), weight: 6 },
+    { arbitrary: fc.nat(1_000).map((pick): RowRef => ({ _tag: "Live", pick })), weight: 3 },
+    { arbitrary: fc.nat(2).map((pick): RowRef => ({ _tag: "Live", pick })), weight: 3 },
     { arbitrary: fc.integer({ min: 0, max: total - 1 }).map((row): RowRef => ({ _tag: "Index", row })), weight: 3 },
     { arbitrary: fc.constantFrom(-1, total, total + 7).map((row): RowRef => ({ _tag: "Index", row })), weight: 1 },
   )
@@ -85,22 +88,28 @@ const attemptRef: fc.Arbitrary<AttemptRef> = fc.oneof(
 
 const dt = fc.integer({ min: 1, max: 5_000 })
 
-/** `closing` weighs the commands that end or remove a batch: 0 leaves every run free to finish on its own. */
-const step = (total: number, closing: number): fc.Arbitrary<Step> =>
+interface Mix {
+  readonly total: number
+  /** Weighs the commands that close or delete a batch, per mille of steps or so: 0 leaves the batch free to finish on its own. */
+  readonly closing: number
+  readonly flakiness: number
+}
+
+const step = ({ total, closing, flakiness }: Mix): fc.Arbitrary<Step> =>
   fc.oneof(
-    { arbitrary: fc.record({ type: fc.constant("StartRow" as const), row: rowRef(total), dt }), weight: 30 },
+    { arbitrary: fc.record({ type: fc.constant("StartRow" as const), row: rowRef(total), dt }), weight: 300 },
     {
       arbitrary: fc.record({
         type: fc.constant("SettleRow" as const),
         row: rowRef(total),
         attempt: attemptRef,
-        outcome: rowOutcome,
+        outcome: rowOutcome(flakiness),
         dt,
       }),
-      weight: 40,
+      weight: 400,
     },
-    { arbitrary: fc.record({ type: fc.constant("InterruptRow" as const), row: rowRef(total), dt }), weight: 3 },
-    { arbitrary: fc.record({ type: fc.constant("Reconcile" as const), dt }), weight: 2 },
+    { arbitrary: fc.record({ type: fc.constant("InterruptRow" as const), row: rowRef(total), dt }), weight: 30 },
+    { arbitrary: fc.record({ type: fc.constant("Reconcile" as const), dt }), weight: 20 },
     { arbitrary: fc.record({ type: fc.constant("Cancel" as const), dt }), weight: 2 * closing },
     { arbitrary: fc.record({ type: fc.constant("Fail" as const), dt }), weight: closing },
     { arbitrary: fc.record({ type: fc.constant("Expire" as const), dt }), weight: closing },
@@ -108,24 +117,37 @@ const step = (total: number, closing: number): fc.Arbitrary<Step> =>
   )
 
 export const scenario: fc.Arbitrary<Scenario> = fc
-  .tuple(fc.integer({ min: 1, max: 30 }), fc.constantFrom(0, 1, 3))
-  .chain(([total, closing]) =>
+  .record({
+    total: fc.integer({ min: 1, max: 30 }),
+    closing: fc.constantFrom(0, 1, 4),
+    flakiness: fc.constantFrom(3, 1, 12),
+  })
+  .chain((mix) =>
     fc.record({
-      total: fc.constant(total),
-      steps: fc.array(step(total, closing), { maxLength: 200, size: "max" }),
+      total: fc.constant(mix.total),
+      steps: fc.array(step(mix), { maxLength: 200, size: "max" }),
     }),
   )
 
 const rowsWhere = (state: BatchState, keep: (row: number) => boolean) =>
   Array.from({ length: state.total }, (_, row) => row).filter(keep)
 
-const startable = (state: BatchState) =>
-  rowsWhere(state, (row) => {
-    const phase = rowPhase(state, row)
-    return phase === undefined || phase.status === "queued"
-  })
+/** The most-tried rows come first, and a small pick favours them, so that some rows use up all their attempts. */
+const mostTriedFirst = (state: BatchState, rows: Array<number>) => {
+  const tried = (row: number) => rowPhase(state, row)?.attempt ?? 0
+  return rows.sort((a, b) => tried(b) - tried(a) || a - b)
+}
 
-const running = (state: BatchState) => rowsWhere(state, (row) => rowPhase(state, row)?.status === "running")
+const startable = (state: BatchState) =>
+  mostTriedFirst(
+    state,
+    rowsWhere(state, (row) => {
+      const phase = rowPhase(state, row)
+      return phase === undefined || phase.status === "queued"
+    }),
+  )
+
+const running = (state: BatchState) => mostTriedFirst(state, rowsWhere(state, (row) => rowPhase(state, row)?.status === "running"))
 
 const resolveRow = (ref: RowRef, candidates: ReadonlyArray<number>, total: number): number => {
   if (ref._tag === "Index") return ref.row

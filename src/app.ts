@@ -1,0 +1,63 @@
+import { type Clock, Effect, Layer, Option, Redacted } from "effect"
+import { mkdirSync } from "node:fs"
+import { join } from "node:path"
+import * as Accounts from "./actors/Accounts.js"
+import * as BatchWriter from "./actors/BatchWriter.js"
+import * as Dispatcher from "./actors/Dispatcher.js"
+import { catalogLayer } from "./config/catalogLayer.js"
+import type { SluiceConfig } from "./config/Config.js"
+import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
+import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
+import { serverLayer } from "./http/server.js"
+import { HttpSettings } from "./http/settings.js"
+import * as Projector from "./projections/Projector.js"
+import { ReadModel } from "./projections/ReadModel.js"
+
+export const logBackend = (config: SluiceConfig) => (Option.isSome(config.natsUrl) ? "nats" : "embedded")
+
+export const eventLogLayer = (config: SluiceConfig) =>
+  Option.match(config.natsUrl, {
+    onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite") }),
+    onSome: (url) => JetStreamEventLog.layer({ url }),
+  })
+
+/** One read model per log backend: its offsets are positions in that log only. */
+export const readModelPath = (config: SluiceConfig) => join(config.dataDir, `read.${logBackend(config)}.sqlite`)
+
+export interface AppOptions {
+  /**
+   * The clock the actors schedule by (timestamps, backoff, key expiry, upstream timeouts).
+   * Tests pass a TestClock; the log, projections and HTTP server always run on wall-clock time.
+   */
+  readonly clock?: Clock.Clock
+}
+
+/** The whole service, composed once: log → projections → writers → actors → HTTP. */
+export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
+  mkdirSync(config.dataDir, { recursive: true })
+  const onActorClock = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
+    options.clock === undefined ? layer : Layer.locallyEffect(layer, Effect.withClock(options.clock))
+  const core = Projector.Live.pipe(
+    Layer.provideMerge(ReadModel.layer(readModelPath(config))),
+    Layer.provideMerge(eventLogLayer(config)),
+  )
+  const writers = Layer.mergeAll(onActorClock(BatchWriter.Live), onActorClock(Accounts.Live)).pipe(Layer.provideMerge(core))
+  const actors = onActorClock(Dispatcher.Live).pipe(
+    Layer.provideMerge(writers),
+    Layer.provideMerge(catalogLayer(config.modelsPath)),
+  )
+  const settings = Layer.succeed(HttpSettings, {
+    completionWindowMs: config.completionWindowHours * 3_600_000,
+    adminToken: config.adminToken,
+  })
+  const bootstrap = Layer.effectDiscard(
+    Effect.gen(function* () {
+      if (Option.isNone(config.bootstrapKey)) return
+      const accounts = yield* Accounts.Accounts
+      yield* accounts.bootstrap(Redacted.value(config.bootstrapKey.value))
+    }),
+  )
+  return serverLayer({ port: config.port, host: config.host }).pipe(
+    Layer.provide(Layer.merge(bootstrap.pipe(Layer.provideMerge(actors)), settings)),
+  )
+}

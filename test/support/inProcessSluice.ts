@@ -1,0 +1,71 @@
+import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { appLayer } from "../../src/app.js"
+import type { SluiceConfig } from "../../src/config/Config.js"
+import { ADMIN_TOKEN, BOOTSTRAP_KEY, type CatalogEntry, freePort } from "./sluice.js"
+
+export interface InProcessSluice {
+  readonly url: string
+  /** Moves the actors' TestClock forward, running every backoff, expiry or timeout due by then. */
+  readonly adjust: (ms: number) => Promise<void>
+  readonly now: () => Promise<number>
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Sluice in the test process, serving real HTTP on loopback, with its actors on a TestClock so
+ * that backoff and other time-driven rules run in milliseconds. The upstream stays a real server.
+ */
+export const startInProcessSluice = async (options: {
+  readonly models: ReadonlyArray<CatalogEntry>
+  readonly natsUrl?: string
+}): Promise<InProcessSluice> => {
+  const dataDir = mkdtempSync(join(tmpdir(), "sluice-inproc-"))
+  const modelsPath = join(dataDir, "models.json")
+  writeFileSync(modelsPath, JSON.stringify({ models: options.models }))
+  const port = await freePort()
+  const config: SluiceConfig = {
+    port,
+    host: "127.0.0.1",
+    dataDir,
+    natsUrl: Option.fromNullable(options.natsUrl),
+    modelsPath: Option.some(modelsPath),
+    bootstrapKey: Option.some(Redacted.make(BOOTSTRAP_KEY)),
+    adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
+    completionWindowHours: 24,
+  }
+  const scope = Effect.runSync(Scope.make())
+  const clockLayer = TestClock.live(TestClock.makeData(Date.now(), Chunk.empty())).pipe(
+    Layer.provide(Layer.merge(TestServices.liveLayer(), TestServices.annotationsLayer())),
+    Layer.provide(TestContext.LiveContext),
+  )
+  const clock = await Effect.runPromise(
+    Layer.buildWithScope(clockLayer, scope).pipe(Effect.map((ctx) => Context.get(ctx, TestClock.TestClock))),
+  )
+  const fiber = Effect.runFork(Layer.launch(appLayer(config, { clock })))
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const exit = fiber.unsafePoll()
+    if (exit !== null) throw new Error(`sluice stopped during start: ${String(Exit.isFailure(exit) ? exit.cause : exit)}`)
+    try {
+      if ((await fetch(`${url}/openapi.json`)).ok) break
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error("in-process sluice did not start within 30 s")
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  return {
+    url,
+    adjust: (ms) => Effect.runPromise(clock.adjust(ms)),
+    now: () => Effect.runPromise(clock.currentTimeMillis),
+    stop: async () => {
+      await Effect.runPromise(Fiber.interrupt(fiber))
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
