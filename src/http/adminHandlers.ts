@@ -5,6 +5,7 @@ import { CreateAccountPayload, CreateKeyPayload, SluiceApi, UpdateAccountPayload
 import { authenticateAdmin } from "./auth.js"
 import { readJsonBody } from "./body.js"
 import { badRequest, conflict, notFound, unavailable } from "./errors.js"
+import { respondJson } from "./respond.js"
 import { HttpSettings } from "./settings.js"
 
 const ADMIN_BODY_BYTES = 1024 * 1024
@@ -25,8 +26,8 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
     const admin = authenticateAdmin(settings.adminToken)
     const logDown = () => unavailable("The event log cannot be reached")
     return handlers
-      .handle("createAccount", () =>
-        Effect.gen(function* () {
+      .handleRaw("createAccount", () =>
+        respondJson(Effect.gen(function* () {
           yield* admin
           const { id, ...rest } = yield* decodeBody(CreateAccountPayload)
           const account = yield* accounts.create(id, rest).pipe(
@@ -36,10 +37,10 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
             }),
           )
           return view(account)
-        }),
+        })),
       )
-      .handle("updateAccount", ({ path }) =>
-        Effect.gen(function* () {
+      .handleRaw("updateAccount", ({ path }) =>
+        respondJson(Effect.gen(function* () {
           yield* admin
           const patch = yield* decodeBody(UpdateAccountPayload)
           const account = yield* accounts.update(path.id, patch).pipe(
@@ -49,10 +50,10 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
             }),
           )
           return view(account)
-        }),
+        })),
       )
-      .handle("createKey", ({ path }) =>
-        Effect.gen(function* () {
+      .handleRaw("createKey", ({ path }) =>
+        respondJson(Effect.gen(function* () {
           yield* admin
           const { expires_at } = yield* decodeBody(CreateKeyPayload)
           const created = yield* accounts.createKey(path.id, expires_at ?? null).pipe(
@@ -62,10 +63,10 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
             }),
           )
           return { ...created, expires_at: expires_at ?? null }
-        }),
+        })),
       )
-      .handle("revokeKey", ({ path }) =>
-        Effect.gen(function* () {
+      .handleRaw("revokeKey", ({ path }) =>
+        respondJson(Effect.gen(function* () {
           yield* admin
           return yield* accounts.revokeKey(path.id).pipe(
             Effect.catchTags({
@@ -73,7 +74,7 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
               LogUnavailable: () => Effect.fail(logDown()),
             }),
           )
-        }),
+        })),
       )
   }),
 )

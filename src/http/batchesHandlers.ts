@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either } from "effect"
 import { BatchWriter } from "../actors/BatchWriter.js"
 import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
@@ -14,9 +14,8 @@ import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
 import { badRequest, batchNotFound, conflict, unavailable } from "./errors.js"
 import { parseAfter, parseLimit } from "./pageParams.js"
+import { respondJson, respondJsonText } from "./respond.js"
 import { HttpSettings } from "./settings.js"
-
-const json = (text: string) => HttpServerResponse.text(text, { contentType: "application/json" })
 
 export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers) =>
   Effect.gen(function* () {
@@ -38,8 +37,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
 
     return handlers
-      .handle("create", () =>
-        Effect.gen(function* () {
+      .handleRaw("create", () =>
+        respondJson(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
           const input = yield* readJsonBody()
           const allowed = caller.account.models
@@ -65,16 +64,16 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           // Nothing runs during the create call: the rows start in the background.
           yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId))
           return current(batchId)
-        }),
+        })),
       )
-      .handle("retrieve", ({ path }) =>
-        Effect.gen(function* () {
+      .handleRaw("retrieve", ({ path }) =>
+        respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           return toBatchObject(yield* owned(caller.account.id, path.batch_id))
-        }),
+        })),
       )
-      .handle("list", ({ urlParams }) =>
-        Effect.gen(function* () {
+      .handleRaw("list", ({ urlParams }) =>
+        respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           const limit = yield* parseLimit(urlParams.limit, 100, 20)
           const after = yield* parseAfter(urlParams.after)
@@ -94,10 +93,10 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             first_id: data[0]?.id ?? null,
             last_id: data[data.length - 1]?.id ?? null,
           }
-        }),
+        })),
       )
       .handleRaw("results", ({ path, urlParams }) =>
-        Effect.gen(function* () {
+        respondJsonText(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* owned(caller.account.id, path.batch_id)
           const limit = yield* parseLimit(urlParams.limit, 1000, 100)
@@ -110,11 +109,11 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             }
             from = idx + 1
           }
-          return json(results.pageJson(path.batch_id, from, limit))
-        }),
+          return results.pageJson(path.batch_id, from, limit)
+        })),
       )
-      .handle("cancel", ({ path }) =>
-        Effect.gen(function* () {
+      .handleRaw("cancel", ({ path }) =>
+        respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* owned(caller.account.id, path.batch_id)
           const written = yield* writer.execute(path.batch_id, { type: "Cancel", at: yield* writer.now }).pipe(
@@ -127,10 +126,10 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* projector.awaitSeq(written.seq)
           dispatcher.dropBatch(path.batch_id)
           return current(path.batch_id)
-        }),
+        })),
       )
-      .handle("delete", ({ path }) =>
-        Effect.gen(function* () {
+      .handleRaw("delete", ({ path }) =>
+        respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* owned(caller.account.id, path.batch_id)
           const written = yield* writer.execute(path.batch_id, { type: "Delete", at: yield* writer.now }).pipe(
@@ -152,7 +151,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             Effect.catchAll((e) => Effect.logWarning(`purging ${path.batch_id} from the log failed`, e)),
           )
           return { id: path.batch_id, object: "batch.deleted" as const, deleted: true as const }
-        }),
+        })),
       )
   }),
 )

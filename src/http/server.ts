@@ -1,4 +1,4 @@
-import { HttpApiBuilder, type HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
@@ -9,20 +9,23 @@ import { BatchesLive } from "./batchesHandlers.js"
 const envelope = (status: number, message: string, type: string, code: string) =>
   HttpServerResponse.unsafeJson({ error: { message, type, param: null, code } }, { status })
 
-/** Whatever escapes the handlers still answers in the OpenAI error envelope, never as an empty 500. */
+const emptyErrors: Record<number, readonly [string, string, string]> = {
+  404: ["No such endpoint", "invalid_request_error", "not_found"],
+  405: ["Method not allowed", "invalid_request_error", "method_not_allowed"],
+  500: ["The server failed to answer this request", "server_error", "internal_error"],
+}
+
+/**
+ * Responses the platform makes itself (no route, a defect) have empty bodies; they get the OpenAI
+ * envelope too. The platform sends a response before outer middleware sees it, hence a pre-response hook.
+ */
 const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
-  app.pipe(
-    Effect.map((response) =>
-      response.status === 404 && response.body._tag === "Empty"
-        ? envelope(404, "No such endpoint", "invalid_request_error", "not_found")
-        : response,
-    ),
-    Effect.catchAllCause((cause) =>
-      Effect.logError("request failed unexpectedly", cause).pipe(
-        Effect.as(envelope(500, "The server failed to answer this request", "server_error", "internal_error")),
-      ),
-    ),
-  )
+  HttpApp.withPreResponseHandler(app, (_request, response) => {
+    const known = emptyErrors[response.status]
+    return Effect.succeed(
+      known !== undefined && response.body._tag === "Empty" ? envelope(response.status, ...known) : response,
+    )
+  })
 
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(Layer.provide(BatchesLive), Layer.provide(AdminLive))
 
