@@ -109,7 +109,7 @@ describe.each(["embedded", "nats"] as const)("npm run replay on the %s event log
         : JetStreamEventLog.layer({ url: nats.url })
 
     const api = client(sluice.url)
-    expect((await api.admin("POST", "/admin/v1/accounts", { id: "acme", tier: "standard", concurrency: 3 })).status).toBe(200)
+    expect((await api.admin("POST", "/admin/v1/accounts", { id: "acme", tier: "internal", concurrency: 3 })).status).toBe(200)
     expect((await api.admin("PATCH", "/admin/v1/accounts/acme", { daily_quota_usd: 25 })).status).toBe(200)
     const key = await api.admin("POST", "/admin/v1/accounts/acme/keys", {})
     const spare = await api.admin("POST", "/admin/v1/accounts/acme/keys", { expires_at: 4_102_444_800 })

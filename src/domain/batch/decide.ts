@@ -65,7 +65,9 @@ const settleRow = (state: BatchState, row: number, attempt: number, at: number, 
       case "Permanent":
         return { type: "row_failed", ...ids, error: outcome.error }
       case "Retryable":
-        if (state.closed) return { type: "row_cancelled", ...ids, error: outcome.error }
+        if (state.status === "cancelling") return { type: "row_cancelled", ...ids, error: outcome.error }
+        // A failed or expired batch starts nothing more: the row ends with the error it has.
+        if (state.closed) return { type: "row_failed", ...ids, error: outcome.error }
         if (attempt >= MAX_ATTEMPTS) return { type: "row_failed", ...ids, error: outcome.error }
         return { type: "row_retrying", ...ids, error: outcome.error, retry_at: outcome.retryAt }
     }
@@ -83,8 +85,12 @@ const interruptRow = (state: BatchState, row: number, at: number): Decision => {
   })
 }
 
-const close = (state: BatchState, event: BatchEvent, at: number): Decision =>
-  state.closed || isFinal(state.status) ? none : Either.right(closeIfDone(state, [event], at))
+const close = (state: BatchState, event: BatchEvent, at: number): Decision => {
+  if (state.closed || isFinal(state.status)) return none
+  // Every row already settled but the closing event was lost to a crash: the batch completed.
+  const finished = closeIfDone(state, [], at)
+  return Either.right(finished.length > 0 ? finished : closeIfDone(state, [event], at))
+}
 
 export const decide = (command: BatchCommand, state: BatchState): Decision => {
   if (!state.exists || state.deleted) return Either.left(new BatchNotFound({ batchId: state.id }))
