@@ -1,5 +1,5 @@
 import Database from "better-sqlite3"
-import { Chunk, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Ref, Stream } from "effect"
+import { Chunk, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
@@ -12,6 +12,7 @@ import { EventLog, LogUnavailable, WrongLastSequence } from "./EventLog.js"
 import { literalPrefix, matchSubject, prefixUpperBound } from "./subjects.js"
 
 const PAGE_ROWS = 2_000
+const PAGE_BYTES = 8 * 1024 * 1024
 const POLL = Duration.millis(250)
 
 // AUTOINCREMENT: a seq is never reused, even after the newest messages are purged.
@@ -48,16 +49,12 @@ const open = (path: string) => {
 }
 
 const statements = (db: Database.Database) => {
-  // Only seqs are paged (cheap), rows are fetched one at a time, so a page of large messages
-  // never sits in memory at once.
   const page = (bounded: boolean) =>
-    db
-      .prepare<unknown[], number>(
-        `SELECT seq FROM messages WHERE seq >= ? AND seq <= ?
-         ${bounded ? "AND subject >= ? AND subject < ?" : ""}
-         AND subject_matches(?, subject) ORDER BY seq LIMIT ${PAGE_ROWS}`,
-      )
-      .pluck()
+    db.prepare<unknown[], StoredRow>(
+      `SELECT seq, subject, headers, data, time FROM messages WHERE seq >= ? AND seq <= ?
+       ${bounded ? "AND subject >= ? AND subject < ?" : ""}
+       AND subject_matches(?, subject) ORDER BY seq`,
+    )
   return {
     insert: db.prepare("INSERT INTO messages (subject, msg_id, headers, data, time) VALUES (?, ?, ?, ?, ?)"),
     byMsgId: db.prepare<[string], number>("SELECT seq FROM messages WHERE msg_id = ?").pluck(),
@@ -65,9 +62,6 @@ const statements = (db: Database.Database) => {
       "SELECT seq FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1",
     ).pluck(),
     lastSeq: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
-    row: db.prepare<[number], { subject: string; headers: string | null; data: Buffer; time: number }>(
-      "SELECT subject, headers, data, time FROM messages WHERE seq = ?",
-    ),
     pageAll: page(false),
     pagePrefix: page(true),
     purgeAll: db.prepare("DELETE FROM messages WHERE subject_matches(?, subject)"),
@@ -77,8 +71,17 @@ const statements = (db: Database.Database) => {
 
 interface Pending {
   readonly messages: ReadonlyArray<RawAppend>
-  readonly done: Deferred.Deferred<ReadonlyArray<RawOutcome>, LogUnavailable>
+  readonly resume: (outcome: Effect.Effect<ReadonlyArray<RawOutcome>, LogUnavailable>) => void
 }
+
+interface StoredRow {
+  readonly seq: number
+  readonly subject: string
+  readonly headers: string | null
+  readonly data: Buffer
+  readonly time: number
+}
+
 
 /** The adapter without chunking: exported so tests can inspect and write stored parts. */
 export const makeRaw = (options: { path: string; maxPayload?: number }) =>
@@ -108,82 +111,86 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       return batch.map((p) => p.messages.map((m) => appendOne(m, time)))
     }).immediate
 
-    const signal = yield* Ref.make(yield* Deferred.make<void>())
-    const notifyFollowers = Effect.flatMap(Deferred.make<void>(), (next) =>
-      Effect.flatMap(Ref.getAndSet(signal, next), (prev) => Deferred.succeed(prev, undefined)),
-    )
+    // Followers wait on the current deferred; a commit wakes them all.
+    let wake = Deferred.unsafeMake<void>(FiberId.none)
+    const wakeFollowers = () => {
+      const woken = wake
+      wake = Deferred.unsafeMake<void>(FiberId.none)
+      Deferred.unsafeDone(woken, Exit.void)
+    }
 
-    // Group commit: every append queued while the previous transaction ran goes into the next one.
-    const queue = yield* Queue.unbounded<Pending>()
+    // Group commit: every append made in one turn of the event loop goes into one transaction.
+    // Each commit costs far more than an insert, so this is what lets thousands of rows a second land.
+    let pending: Array<Pending> = []
     let closed = false
-    const closedError = () => new LogUnavailable({ message: "event log closed" })
+    const flush = () => {
+      const batch = pending
+      pending = []
+      let outcomes: ReadonlyArray<ReadonlyArray<RawOutcome>> | undefined
+      let failure: LogUnavailable | undefined
+      try {
+        outcomes = writeAll(batch)
+      } catch (e) {
+        failure = unavailable("append failed")(e)
+      }
+      batch.forEach((p, i) => p.resume(failure === undefined ? Effect.succeed(outcomes![i]!) : Effect.fail(failure)))
+      if (failure === undefined) wakeFollowers()
+    }
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         closed = true
-        return Effect.flatMap(Queue.takeAll(queue), Effect.forEach((p) => Deferred.fail(p.done, closedError())))
+        if (pending.length > 0) flush()
       }),
-    )
-    // Uninterruptible once taken, so closing the log never strands an appender that was dequeued.
-    const commit = (batch: ReadonlyArray<Pending>) =>
-      Effect.gen(function* () {
-        const exit = yield* Effect.exit(Effect.try({ try: () => writeAll(batch), catch: unavailable("append failed") }))
-        yield* Effect.forEach(batch, (p, i) => Deferred.done(p.done, Exit.map(exit, (outcomes) => outcomes[i]!)))
-        yield* notifyFollowers
-      }).pipe(Effect.uninterruptible)
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.flatMap(Queue.takeBetween(queue, 1, Number.MAX_SAFE_INTEGER), (batch) =>
-          commit(Chunk.toReadonlyArray(batch)),
-        ),
-      ),
     )
 
     const append = (messages: ReadonlyArray<RawAppend>) =>
-      Effect.gen(function* () {
-        if (messages.length === 0) return []
-        if (closed) return yield* closedError()
-        const done = yield* Deferred.make<ReadonlyArray<RawOutcome>, LogUnavailable>()
-        yield* Queue.offer(queue, { messages, done })
-        return yield* Deferred.await(done)
+      Effect.async<ReadonlyArray<RawOutcome>, LogUnavailable>((resume) => {
+        if (messages.length === 0) return resume(Effect.succeed([]))
+        if (closed) return resume(Effect.fail(new LogUnavailable({ message: "event log closed" })))
+        if (pending.length === 0) setImmediate(flush)
+        pending.push({ messages, resume })
       })
 
-    const pageSeqs = (filter: string, from: number, upto: number): ReadonlyArray<number> => {
-      const prefix = literalPrefix(filter)
-      const upper = prefixUpperBound(prefix)
-      return upper === undefined
-        ? sql.pageAll.all(from, upto, filter)
-        : sql.pagePrefix.all(from, upto, prefix, upper, filter)
-    }
-
-    const fetchRow = (seq: number): Option.Option<RawMessage> => {
-      const row = sql.row.get(seq)
-      if (row === undefined) return Option.none() // purged since the page was read
+    const toMessage = (row: StoredRow): RawMessage => {
       // A plain Uint8Array view (no copy), like the JetStream adapter returns.
       const data = new Uint8Array(row.data.buffer, row.data.byteOffset, row.data.byteLength)
-      const message = { seq, subject: row.subject, data, time: row.time }
-      return Option.some(row.headers === null ? message : { ...message, headers: JSON.parse(row.headers) })
+      const message = { seq: row.seq, subject: row.subject, data, time: row.time }
+      return row.headers === null ? message : { ...message, headers: JSON.parse(row.headers) }
     }
 
-    /** Pages of matching seqs from `fromSeq`; `upto` undefined means follow forever. */
+    /** One page of matching messages, bounded in rows and in bytes so large messages never pile up in memory. */
+    const pageRows = (filter: string, from: number, upto: number): Array<RawMessage> => {
+      const prefix = literalPrefix(filter)
+      const upper = prefixUpperBound(prefix)
+      const rows = upper === undefined ? sql.pageAll.iterate(from, upto, filter) : sql.pagePrefix.iterate(from, upto, prefix, upper, filter)
+      const out: Array<RawMessage> = []
+      let bytes = 0
+      for (const row of rows) {
+        out.push(toMessage(row))
+        bytes += row.data.byteLength
+        if (out.length >= PAGE_ROWS || bytes >= PAGE_BYTES) break
+      }
+      return out
+    }
+
+    /** Pages of matching messages from `fromSeq`; `upto` undefined means follow forever. */
     const scan = (filter: string, fromSeq: number, upto: number | undefined) =>
       Stream.paginateChunkEffect(Math.max(fromSeq, 1), (from) =>
         Effect.gen(function* () {
-          const wake = yield* Ref.get(signal) // taken before the query so no commit goes unnoticed
-          const seqs = yield* Effect.try({
-            try: () => pageSeqs(filter, from, upto ?? Number.MAX_SAFE_INTEGER),
+          const woken = wake // taken before the query so no commit goes unnoticed
+          const page = yield* Effect.try({
+            try: () => pageRows(filter, from, upto ?? Number.MAX_SAFE_INTEGER),
             catch: unavailable("read failed"),
           })
-          const next = seqs.length > 0 ? seqs[seqs.length - 1]! + 1 : from
-          if (seqs.length < PAGE_ROWS) {
-            if (upto !== undefined) return [Chunk.unsafeFromArray(seqs), Option.none<number>()] as const
+          const last = page[page.length - 1]
+          const next = last === undefined ? from : last.seq + 1
+          if (last === undefined) {
+            if (upto !== undefined) return [Chunk.empty<RawMessage>(), Option.none<number>()] as const
             // Polling too: appends by another process on the same file send no notification.
-            if (seqs.length === 0) yield* Effect.timeoutOption(Deferred.await(wake), POLL)
+            yield* Effect.timeoutOption(Deferred.await(woken), POLL)
           }
-          return [Chunk.unsafeFromArray(seqs), Option.some(next)] as const
+          return [Chunk.unsafeFromArray(page), Option.some(next)] as const
         }),
-      ).pipe(
-        Stream.mapEffect((seq) => Effect.try({ try: () => fetchRow(seq), catch: unavailable("read failed") })),
-        Stream.filterMap((row) => row),
       )
 
     const raw: RawEventLog = {
