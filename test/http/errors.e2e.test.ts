@@ -208,6 +208,32 @@ describe("the seed's Errors table", () => {
     await refusedCreate(`{"requests":[],"pad":"${filler}"}`, 413, /larger than the limit of 33554432 bytes/)
   })
 
+  it("GET /openapi.json serves the spec generated from the HttpApi, every endpoint in it", async () => {
+    const spec = await api.call("GET", "/openapi.json", undefined, {})
+    expect(spec.status).toBe(200)
+    expect(spec.body.openapi).toMatch(/^3\./)
+    const operations = Object.entries(spec.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`),
+    )
+    expect(operations.sort()).toEqual(
+      [
+        "POST /v1/batches",
+        "GET /v1/batches",
+        "GET /v1/batches/{batch_id}",
+        "GET /v1/batches/{batch_id}/results",
+        "POST /v1/batches/{batch_id}/cancel",
+        "DELETE /v1/batches/{batch_id}",
+        "POST /admin/v1/accounts",
+        "PATCH /admin/v1/accounts/{id}",
+        "POST /admin/v1/accounts/{id}/keys",
+        "POST /admin/v1/keys/{id}/revoke",
+      ].sort(),
+    )
+    const create = spec.body.paths["/v1/batches"].post
+    expect(create.requestBody.content["application/json"].schema).toBeDefined()
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "413"]))
+  })
+
   it("no malformed input produces a 5xx", async () => {
     const bodies = ["", "null", "0", '"text"', "[]", "{}", '{"requests":null}', '{"requests":[null]}', '{"requests":[{"custom_id":{}}]}', '{"requests":[{"custom_id":"a","body":[]}]}', '{"requests":[{"custom_id":"a","body":{"model":1,"messages":[]}}]}', "\u0000\u0001", '{"requests":[{"custom_id":"a","body":{"model":"glm-5.3-flash","messages":[1]}}]}']
     for (const body of bodies) {

@@ -1,0 +1,106 @@
+import { Effect, Layer, Schema, Stream } from "effect"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BatchEvent } from "../src/domain/batch/events.js"
+import { replay } from "../src/domain/batch/state.js"
+import { EventLog } from "../src/eventlog/EventLog.js"
+import * as JetStreamEventLog from "../src/eventlog/JetStreamEventLog.js"
+import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
+import { simDirective } from "../src/sim/Directives.js"
+import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
+import { chatRow, client } from "./support/client.js"
+import { type NatsServer, startNatsServer } from "./support/natsServer.js"
+import { type Sluice, startSluice } from "./support/sluice.js"
+
+const decode = Schema.decodeUnknownSync(BatchEvent)
+const text = new TextDecoder()
+
+/**
+ * Event consumers and auditors read the log, not the API: one filter takes a batch's whole history,
+ * one takes an event type across batches, and folding a history reproduces what the API shows.
+ */
+describe.each(["embedded", "nats"] as const)("the %s event log read by an auditor", (backend) => {
+  let sim: Simulator
+  let nats: NatsServer | undefined
+  let sluice: Sluice
+  let logLayer: Layer.Layer<EventLog, unknown>
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+    if (backend === "nats") nats = await startNatsServer()
+    sluice = await startSluice({
+      ...(nats === undefined ? {} : { natsUrl: nats.url }),
+      models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 4 }],
+    })
+    logLayer =
+      nats === undefined
+        ? SqliteEventLog.layer({ path: join(sluice.dataDir, "log.sqlite") })
+        : JetStreamEventLog.layer({ url: nats.url })
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    sluice?.cleanup()
+    await nats?.stop()
+    await sim?.close()
+  })
+
+  const readLog = (filter: string) =>
+    Effect.runPromise(
+      Effect.flatMap(EventLog, (log) => Stream.runCollect(log.read(filter, 1))).pipe(
+        Effect.map((chunk) => [...chunk].map((m) => ({ subject: m.subject, event: decode(JSON.parse(text.decode(m.data))) }))),
+        Effect.provide(logLayer),
+        Effect.scoped,
+      ),
+    )
+
+  it("replaying a batch's history from the log reproduces the batch object's counts and status", async () => {
+    const api = client(sluice.url)
+    const created = await api.call("POST", "/v1/batches", {
+      requests: [
+        chatRow("ok-1", "fine"),
+        chatRow("bad", `refused ${simDirective.status(400)}`),
+        chatRow("ok-2", "also fine"),
+        chatRow("flaky", `flaky ${simDirective.fail(1, 500)}`),
+      ],
+    })
+    const id = created.body.id
+    const batch = await api.waitFinal(id)
+    const history = await readLog(`batch.${id}.>`)
+    for (const { subject, event } of history) expect(subject).toBe(`batch.${id}.${event.type}`)
+    const state = replay(id, history.map((h) => h.event))
+    expect(state.status).toBe(batch.status)
+    expect({ total: state.total, completed: state.completed, failed: state.failed }).toEqual(batch.request_counts)
+    const types = history.map((h) => h.event.type)
+    expect(types[0]).toBe("rows_added")
+    expect(types).toContain("batch_created")
+    expect(types).toContain("row_retrying")
+    expect(types[types.length - 1]).toBe("batch_completed")
+    expect(types.filter((t) => t === "row_completed").length).toBe(3)
+    expect(types.filter((t) => t === "row_failed").length).toBe(1)
+  })
+
+  it("one filter takes one event type across every batch", async () => {
+    const api = client(sluice.url)
+    const ids: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const created = await api.call("POST", "/v1/batches", { requests: [chatRow("a", `batch ${i}`)] })
+      ids.push(created.body.id)
+      await api.waitFinal(created.body.id)
+    }
+    const completions = await readLog("batch.*.batch_completed")
+    expect(completions.every((c) => c.event.type === "batch_completed")).toBe(true)
+    const seen = completions.map((c) => c.event.batch_id)
+    for (const id of ids) expect(seen.filter((s) => s === id)).toEqual([id])
+    const everything = await readLog("batch.>")
+    expect(everything.length).toBeGreaterThan(completions.length)
+  })
+
+  it("a deleted batch's history is purged from the log with it", async () => {
+    const api = client(sluice.url)
+    const created = await api.call("POST", "/v1/batches", { requests: [chatRow("a", "to be deleted")] })
+    await api.waitFinal(created.body.id)
+    expect((await readLog(`batch.${created.body.id}.>`)).length).toBeGreaterThan(0)
+    expect((await api.call("DELETE", `/v1/batches/${created.body.id}`)).status).toBe(200)
+    expect(await readLog(`batch.${created.body.id}.>`)).toEqual([])
+  })
+})
