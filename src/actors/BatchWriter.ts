@@ -103,7 +103,7 @@ export const Live = Layer.effect(
           key_id: batch.keyId,
           created_at: now,
           expires_at: now + batch.completionWindowMs,
-          completion_window: "24h",
+          completion_window: `${Math.round(batch.completionWindowMs / 3_600_000)}h`,
           metadata: batch.metadata === null ? null : { ...batch.metadata },
           total: batch.requests.length,
           models: [...new Set(batch.requests.map((r) => r.model))],

@@ -41,7 +41,11 @@ const post = (model: ModelEntry, body: string, signal: AbortSignal) =>
       {
         method: "POST",
         agent: agentFor(url, model.batchConcurrency),
-        headers: { "content-type": "application/json", "content-length": payload.length },
+        headers: {
+          "content-type": "application/json",
+          "content-length": payload.length,
+          ...(model.apiKey === undefined ? {} : { authorization: `Bearer ${model.apiKey}` }),
+        },
         signal,
       },
       (response) => {

@@ -9,9 +9,13 @@ export const CatalogModel = Schema.Struct({
   input_usd_per_mtok: Schema.optional(Schema.NonNegative),
   output_usd_per_mtok: Schema.optional(Schema.NonNegative),
   timeout_ms: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Sent as `Authorization: Bearer` to the upstream (vLLM `--api-key`, hosted providers). */
+  api_key: Schema.optional(Schema.String),
 })
 
 export const CatalogFile = Schema.Struct({ models: Schema.Array(CatalogModel) })
+
+export const decodeCatalogFile = Schema.decodeUnknown(CatalogFile, { onExcessProperty: "error" })
 
 export interface ModelEntry {
   readonly id: string
@@ -21,6 +25,7 @@ export interface ModelEntry {
   readonly inputUsdPerMtok: number
   readonly outputUsdPerMtok: number
   readonly timeoutMs: number
+  readonly apiKey: string | undefined
 }
 
 export type Catalog = ReadonlyMap<string, ModelEntry>
@@ -40,6 +45,7 @@ export const catalogFrom = (file: typeof CatalogFile.Type): Catalog =>
         inputUsdPerMtok: m.input_usd_per_mtok ?? 0,
         outputUsdPerMtok: m.output_usd_per_mtok ?? 0,
         timeoutMs: m.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+        apiKey: m.api_key,
       },
     ]),
   )

@@ -1,8 +1,8 @@
-import { Effect, Layer, Option, ParseResult, Schema } from "effect"
+import { Effect, Layer, Option, ParseResult } from "effect"
 import { readFileSync } from "node:fs"
 import { ModelCatalog } from "../actors/Dispatcher.js"
 import { startSimulator } from "../sim/Simulator.js"
-import { builtInModels, CatalogFile, catalogFrom } from "./Catalog.js"
+import { builtInModels, catalogFrom, decodeCatalogFile } from "./Catalog.js"
 
 class CatalogInvalid extends Error {}
 
@@ -12,7 +12,7 @@ const fromFile = (path: string) =>
     catch: (e) => new CatalogInvalid(`The model catalog ${path} could not be read: ${String(e)}`),
   }).pipe(
     Effect.flatMap((json) =>
-      Schema.decodeUnknown(CatalogFile)(json).pipe(
+      decodeCatalogFile(json).pipe(
         Effect.mapError(
           (e) => new CatalogInvalid(`The model catalog ${path} is invalid:\n${ParseResult.TreeFormatter.formatErrorSync(e)}`),
         ),
