@@ -2,12 +2,11 @@ import { existsSync, renameSync } from "node:fs"
 import { join } from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Data, Effect, Exit, Layer, Option } from "effect"
+import { eventLogLayer, logBackend, readModelPath } from "./app.js"
 import { SluiceConfig } from "./config/Config.js"
 import { EventLog, type LogUnavailable } from "./eventlog/EventLog.js"
-import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
-import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
 import { appliedOffset } from "./projections/Projector.js"
-import { type LogBackend, openReadOnly, readModelInUse, readModelPath } from "./projections/readModelFile.js"
+import { openReadOnly, readModelInUse } from "./projections/readModelFile.js"
 import {
   differingTables,
   type ReadModelDigest,
@@ -103,9 +102,8 @@ const compare = (live: Option.Option<Live>, livePath: string, rebuilt: ReadModel
 const replay = (apply: boolean) =>
   Effect.gen(function* () {
     const config = yield* SluiceConfig
-    const backend: LogBackend = Option.isSome(config.natsUrl) ? "nats" : "embedded"
-    const livePath = readModelPath(config.dataDir, backend)
-    const rebuiltPath = join(config.dataDir, `read.${backend}.rebuild.sqlite`)
+    const livePath = readModelPath(config)
+    const rebuiltPath = join(config.dataDir, `read.${logBackend(config)}.rebuild.sqlite`)
     if (apply) yield* refuseWhileRunning(livePath)
     const log = yield* EventLog
     const rebuilt = yield* rebuildReadModel(log, rebuiltPath).pipe(
@@ -127,18 +125,14 @@ const replay = (apply: boolean) =>
     return EQUAL
   })
 
+// Opening the embedded log would create an empty one: a wrong SLUICE_DATA_DIR would then look like an empty history.
 const eventLog = Layer.unwrapEffect(
-  Effect.map(SluiceConfig, (config): Layer.Layer<EventLog, LogUnavailable | ReplayFailed> =>
-    Option.match(config.natsUrl, {
-      onNone: () => {
-        const path = join(config.dataDir, "log.sqlite")
-        return existsSync(path)
-          ? SqliteEventLog.layer({ path })
-          : Layer.fail(new ReplayFailed({ message: `no event log at ${path}: is SLUICE_DATA_DIR right?` }))
-      },
-      onSome: (url) => JetStreamEventLog.layer({ url }),
-    }),
-  ),
+  Effect.map(SluiceConfig, (config): Layer.Layer<EventLog, LogUnavailable | ReplayFailed> => {
+    const embedded = join(config.dataDir, "log.sqlite")
+    return Option.isNone(config.natsUrl) && !existsSync(embedded)
+      ? Layer.fail(new ReplayFailed({ message: `no event log at ${embedded}: is SLUICE_DATA_DIR right?` }))
+      : eventLogLayer(config)
+  }),
 )
 
 const program = Effect.suspend(() => {

@@ -9,7 +9,7 @@ import * as JetStreamEventLog from "../src/eventlog/JetStreamEventLog.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
 import { appliedOffset, makeApplier } from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
-import { openReadOnly, readModelPath } from "../src/projections/readModelFile.js"
+import { openReadOnly } from "../src/projections/readModelFile.js"
 import { type ReadModelDigest, readModelDigest, rebuildReadModel, removeReadModelFiles } from "../src/projections/rebuild.js"
 import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
@@ -50,9 +50,9 @@ const fileDigest = (path: string): ReadModelDigest => {
   }
 }
 
-const withLog = <A>(
+const withLog = <A, E>(
   layer: Layer.Layer<EventLog, LogUnavailable>,
-  use: (log: EventLogShape) => Effect.Effect<A, LogUnavailable>,
+  use: (log: EventLogShape) => Effect.Effect<A, E>,
 ): Promise<A> => Effect.runPromise(Effect.flatMap(EventLog, use).pipe(Effect.provide(layer)))
 
 /** What the live Projector does across a restart: apply up to `cut`, then resume from the recorded offset. */
@@ -102,7 +102,7 @@ describe.each(["embedded", "nats"] as const)("npm run replay on the %s event log
     sim = await startSimulator()
     if (backend === "nats") nats = await startNatsServer()
     sluice = await start()
-    livePath = readModelPath(sluice.dataDir, backend)
+    livePath = join(sluice.dataDir, `read.${backend}.sqlite`)
     logLayer =
       nats === undefined
         ? SqliteEventLog.layer({ path: join(sluice.dataDir, "log.sqlite") })
@@ -230,5 +230,18 @@ describe.each(["embedded", "nats"] as const)("npm run replay on the %s event log
     expect(out.code).toBe(2)
     expect(await sluice.stop("SIGTERM")).toBe(0)
     expect(fileDigest(livePath)).toEqual(originalDigest)
+  }, 60_000)
+
+  it("says a live read model behind the log is not compared, exit 1, and --apply brings it up to the log", async () => {
+    const late = { type: "account_created", account_id: "late", tier: "standard", daily_quota_usd: null, concurrency: null, models: null, at: 1 }
+    await withLog(logLayer, (log) =>
+      log.append([{ subject: "account.late.account_created", data: new TextEncoder().encode(JSON.stringify(late)) }]),
+    )
+    const out = await replay()
+    expect(out.stdout).toMatch(/^result\s+not compared: the live read model is behind the log/m)
+    expect(out.code).toBe(1)
+    expect((await replay("--apply")).code).toBe(0)
+    expect(fileDigest(livePath).tables.accounts.rows).toBe(originalDigest.tables.accounts.rows + 1)
+    expect((await replay()).code).toBe(0)
   }, 60_000)
 })

@@ -1,11 +1,5 @@
 import { existsSync } from "node:fs"
-import { join } from "node:path"
 import Database from "better-sqlite3"
-
-export type LogBackend = "embedded" | "nats"
-
-/** One read model per log backend, as `main.ts` names it: its offsets are positions in that log only. */
-export const readModelPath = (dataDir: string, backend: LogBackend): string => join(dataDir, `read.${backend}.sqlite`)
 
 /**
  * Whether another process has the read model open. A WAL-mode connection keeps a shared lock on the

@@ -74,8 +74,8 @@ interface ColumnInfo {
 
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-// Buffers would serialize as objects and bigints not at all; neither occurs today, but a digest must never throw.
-const canonical = (_key: string, value: unknown) =>
+// JSON would spell a blob as an object of bytes and throw on a bigint; neither column type exists today.
+const canonical = (value: unknown) =>
   Buffer.isBuffer(value) ? `x'${value.toString("hex")}'` : typeof value === "bigint" ? value.toString() : value
 
 const tableDigest = (db: Database.Database, table: ContentTable): TableDigest => {
@@ -85,8 +85,8 @@ const tableDigest = (db: Database.Database, table: ContentTable): TableDigest =>
   const hash = createHash("sha256").update(JSON.stringify(columns.map((c) => c.name)))
   let rows = 0
   const select = db.prepare(`SELECT ${columns.map((c) => quoted(c.name)).join(", ")} FROM ${quoted(table)} ORDER BY ${order}`)
-  for (const row of select.raw().iterate()) {
-    hash.update("\n").update(JSON.stringify(row, canonical))
+  for (const row of select.raw().iterate() as Iterable<Array<unknown>>) {
+    hash.update("\n").update(JSON.stringify(row.map(canonical)))
     rows++
   }
   return { rows, sha256: hash.digest("hex") }
