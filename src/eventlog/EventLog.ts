@@ -20,6 +20,12 @@ export interface LogMessage {
   readonly data: Uint8Array
   /** Milliseconds since the epoch at which the log stored the message. */
   readonly time: number
+  /**
+   * Set while a multi-part message is still being assembled when this one is delivered: a consumer
+   * that stops after this message must resume reading at this seq (where that message's first part
+   * is), not at seq + 1, and skip what it has already applied.
+   */
+  readonly resumeSeq?: number
 }
 
 export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{

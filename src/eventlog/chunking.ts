@@ -88,6 +88,7 @@ const appendChunked = (raw: RawEventLog) => (messages: ReadonlyArray<AppendInput
   })
 
 interface Assembly {
+  readonly firstSeq: number
   readonly subject: string
   readonly n: number
   readonly parts: Array<Uint8Array>
@@ -108,10 +109,15 @@ const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
 /** Stateful per stream run: joins parts by chunk id, drops parts whose predecessors were never seen. */
 const makeReassembler = () => {
   const open = new Map<string, Assembly>()
+  // Assemblies open in seq order (a Map keeps insertion order), so the first is the oldest.
+  const withResume = (message: LogMessage): LogMessage => {
+    const oldest = open.values().next()
+    return oldest.done === true ? message : { ...message, resumeSeq: oldest.value.firstSeq }
+  }
   return (m: RawMessage): Option.Option<LogMessage> => {
     const plain = { seq: m.seq, subject: m.subject, time: m.time }
     const header = m.headers?.[CHUNK_HEADER]
-    if (header === undefined) return Option.some({ ...plain, data: m.data })
+    if (header === undefined) return Option.some(withResume({ ...plain, data: m.data }))
     const [id = "", iText = "", nText = ""] = header.split(" ")
     const i = Number(iText)
     const n = Number(nText)
@@ -119,7 +125,7 @@ const makeReassembler = () => {
       open.delete(id)
       // A writer that died mid-message leaves an assembly that never completes; bound the leak.
       if (open.size >= MAX_OPEN_ASSEMBLIES) open.delete(open.keys().next().value!)
-      open.set(id, { subject: m.subject, n, parts: [m.data] })
+      open.set(id, { firstSeq: m.seq, subject: m.subject, n, parts: [m.data] })
     } else {
       const assembly = open.get(id)
       if (assembly === undefined || assembly.n !== n || assembly.parts.length !== i || assembly.subject !== m.subject) {
@@ -131,7 +137,7 @@ const makeReassembler = () => {
     const assembly = open.get(id)!
     if (assembly.parts.length < n) return Option.none()
     open.delete(id)
-    return Option.some({ ...plain, data: concat(assembly.parts) })
+    return Option.some(withResume({ ...plain, data: concat(assembly.parts) }))
   }
 }
 

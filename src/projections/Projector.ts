@@ -26,7 +26,10 @@ export const makeApplier = (db: ReadModel["Type"]) => {
   const batches = batchesProjection(db)
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
-  const setOffset = db.prepare(`INSERT INTO offsets (name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`)
+  const setOffset = db.prepare(
+    `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
+     ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
+  )
   const applyOne = (message: LogMessage) => {
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     let payload: unknown
@@ -45,7 +48,10 @@ export const makeApplier = (db: ReadModel["Type"]) => {
   }
   return db.transaction((messages: ReadonlyArray<LogMessage>) => {
     const skipped: Array<number> = []
+    // Reading resumes before a multi-part message's first part, so messages already applied come again.
+    const applied = appliedOffset(db)
     for (const message of messages) {
+      if (message.seq <= applied) continue
       try {
         if (!applyOne(message)) skipped.push(message.seq)
       } catch {
@@ -54,7 +60,9 @@ export const makeApplier = (db: ReadModel["Type"]) => {
       }
     }
     const last = messages[messages.length - 1]
-    if (last !== undefined) for (const name of projectionNames) setOffset.run(name, last.seq)
+    if (last !== undefined && last.seq > applied) {
+      for (const name of projectionNames) setOffset.run(name, last.seq, last.resumeSeq ?? last.seq + 1)
+    }
     return skipped
   })
 }
@@ -62,6 +70,12 @@ export const makeApplier = (db: ReadModel["Type"]) => {
 export const appliedOffset = (db: ReadModel["Type"]): number => {
   const row = db.prepare(`SELECT min(seq) AS seq FROM offsets`).get() as { seq: number | null }
   return row.seq ?? 0
+}
+
+/** Where reading must resume: after the last applied message, or at an unfinished multi-part message. */
+export const resumeOffset = (db: ReadModel["Type"]): number => {
+  const row = db.prepare(`SELECT min(resume_seq) AS seq FROM offsets`).get() as { seq: number | null }
+  return row.seq ?? 1
 }
 
 export const Live = Layer.scoped(
@@ -78,15 +92,13 @@ export const Live = Layer.scoped(
         if (last === undefined) return
         const skipped = apply(messages)
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
-        yield* SubscriptionRef.set(applied, last.seq)
-      })
-    const from = (yield* SubscriptionRef.get(applied)) + 1
-    yield* log.read(">", from).pipe(Stream.grouped(2_000), Stream.runForEach(applyChunk))
-    yield* SubscriptionRef.get(applied).pipe(
-      Effect.flatMap((seq) =>
-        log.follow(">", seq + 1).pipe(Stream.groupedWithin(2_000, "2 millis"), Stream.runForEach(applyChunk)),
-      ),
-      Effect.tapErrorCause((cause) => Effect.logError("projection follow stopped; resuming from the last applied seq", cause)),
+        yield* SubscriptionRef.update(applied, (seq) => Math.max(seq, last.seq))
+      }).pipe(Effect.uninterruptible)
+    yield* log.read(">", resumeOffset(db)).pipe(Stream.runForEachChunk(applyChunk))
+    yield* Effect.suspend(() =>
+      log.follow(">", resumeOffset(db)).pipe(Stream.runForEachChunk(applyChunk)),
+    ).pipe(
+      Effect.tapErrorCause((cause) => Effect.logError("projection follow stopped; resuming where it left off", cause)),
       Effect.retry(Schedule.spaced("500 millis")),
       Effect.forkScoped,
     )

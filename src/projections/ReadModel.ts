@@ -2,7 +2,7 @@ import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 
 const schema = `
-CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS batches (
   id TEXT PRIMARY KEY,
   account_id TEXT NOT NULL,
