@@ -1,10 +1,10 @@
-import { Context, Effect, Either, Layer } from "effect"
+import { Context, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import { type BatchState, evolve, initialState, isFinal } from "../domain/batch/state.js"
 import { batchMsgId, batchSubject, oneBatch } from "../domain/batch/subjects.js"
-import { type AppendInput, EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
+import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, type WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { loadBatchState } from "./batchState.js"
@@ -31,6 +31,15 @@ export interface BatchWriterShape {
   readonly now: Effect.Effect<number>
 }
 
+interface Entry {
+  state: BatchState
+  readonly outbox: Array<{
+    readonly messages: ReadonlyArray<AppendInput>
+    readonly done: Deferred.Deferred<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>
+  }>
+  draining: boolean
+}
+
 export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
 
 const encoder = new TextEncoder()
@@ -49,7 +58,9 @@ export const Live = Layer.effect(
     const projector = yield* Projector
     // Captured at construction: a batch's times follow the clock the service was built with, whoever calls it.
     const clock = yield* Effect.clock
-    const live = new Map<string, { state: BatchState; lock: Effect.Semaphore }>()
+    const runtime = yield* Effect.runtime<never>()
+    const live = new Map<string, Entry>()
+    const fresh = (state: BatchState): Entry => ({ state, outbox: [], draining: false })
 
     const entry = (batchId: string) =>
       Effect.gen(function* () {
@@ -59,37 +70,55 @@ export const Live = Layer.effect(
         yield* projector.awaitSeq(yield* log.lastSeq)
         const again = live.get(batchId)
         if (again !== undefined) return again
-        const loaded = { state: loadBatchState(db, batchId) ?? initialState(batchId), lock: Effect.unsafeMakeSemaphore(1) }
+        const loaded = fresh(loadBatchState(db, batchId) ?? initialState(batchId))
         live.set(batchId, loaded)
         return loaded
+      })
+
+    /** Appends everything the batch's outbox holds in one call, in decision order, until it is empty. */
+    const drain = (current: Entry): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        while (current.outbox.length > 0) {
+          const sending = current.outbox.splice(0)
+          const exit = yield* Effect.exit(log.append(sending.flatMap((d) => d.messages)))
+          let offset = 0
+          for (const decision of sending) {
+            const count = decision.messages.length
+            Deferred.unsafeDone(decision.done, Exit.map(exit, (written) => written.slice(offset, offset + count)))
+            offset += count
+          }
+        }
+        current.draining = false
       })
 
     const execute = (batchId: string, command: BatchCommand) =>
       Effect.gen(function* () {
         const current = yield* entry(batchId)
-        return yield* current.lock.withPermits(1)(
-          Effect.gen(function* () {
-            const events = yield* Either.match(decide(command, current.state), {
-              onLeft: (rejection) => Effect.fail(rejection),
-              onRight: (decided) => Effect.succeed(decided),
-            })
-            if (events.length === 0) return { events, seq: yield* projector.applied }
-            const written = yield* log.append(events.map(message)).pipe(
-              Effect.catchTag("WrongLastSequence", () =>
-                // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
-                Effect.gen(function* () {
-                  live.delete(batchId)
-                  yield* projector.awaitSeq(yield* log.lastSeq)
-                  return []
-                }),
-              ),
-            )
-            if (written.length === 0) return { events: [], seq: yield* projector.applied }
-            current.state = events.reduce(evolve, current.state)
-            if (isFinal(current.state.status) && current.state.running === 0) live.delete(batchId)
-            return { events, seq: Math.max(...written.map((w) => w.seq)) }
-          }),
+        // Decide, evolve and queue the events in one synchronous step: no other command of this batch
+        // interleaves, and the log receives the batch's events in the order they were decided. The
+        // append is awaited outside that step, so many rows' decisions share one append.
+        const decision = decide(command, current.state)
+        if (Either.isLeft(decision)) return yield* Effect.fail(decision.left)
+        const events = decision.right
+        if (events.length === 0) return { events, seq: yield* projector.applied }
+        current.state = events.reduce(evolve, current.state)
+        if (isFinal(current.state.status) && current.state.running === 0) live.delete(batchId)
+        const done = Deferred.unsafeMake<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>(FiberId.none)
+        current.outbox.push({ messages: events.map(message), done })
+        if (!current.draining) {
+          current.draining = true
+          Runtime.runFork(runtime)(drain(current))
+        }
+        const written = yield* Deferred.await(done).pipe(
+          // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
+          Effect.tapError(() => Effect.sync(() => live.get(batchId) === current && live.delete(batchId))),
+          Effect.catchTag("WrongLastSequence", () =>
+            // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
+            Effect.as(Effect.flatMap(log.lastSeq, projector.awaitSeq), [] as ReadonlyArray<AppendResult>),
+          ),
         )
+        if (written.length === 0) return { events: [], seq: yield* projector.applied }
+        return { events, seq: Math.max(...written.map((w) => w.seq)) }
       })
 
     const create = (batch: NewBatch) =>
@@ -110,7 +139,7 @@ export const Live = Layer.effect(
         }
         // The rows go first so that a reader never sees a created batch without its rows.
         const written = yield* log.append([...rowsAddedMessages(batchId, batch.requests), message(created)])
-        live.set(batchId, { state: evolve(initialState(batchId), created), lock: Effect.unsafeMakeSemaphore(1) })
+        live.set(batchId, fresh(evolve(initialState(batchId), created)))
         return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
 
