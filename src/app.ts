@@ -57,7 +57,13 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
       yield* accounts.bootstrap(Redacted.value(config.bootstrapKey.value))
     }),
   )
-  return serverLayer({ port: config.port, host: config.host }).pipe(
-    Layer.provide(Layer.merge(bootstrap.pipe(Layer.provideMerge(actors)), settings)),
+  const served = serverLayer({ port: config.port, host: config.host }).pipe(
+    Layer.provideMerge(Layer.merge(bootstrap.pipe(Layer.provideMerge(actors)), settings)),
   )
+  // Built after the HTTP server so that it is released before it: on SIGTERM no row starts while
+  // the server waits for its open requests to end; the actors' own finalizers then drain the running rows.
+  const stopTakingRowsFirst = Layer.scopedDiscard(
+    Effect.flatMap(Dispatcher.Dispatcher, (dispatcher) => Effect.addFinalizer(() => dispatcher.stopTaking)),
+  )
+  return stopTakingRowsFirst.pipe(Layer.provide(served))
 }

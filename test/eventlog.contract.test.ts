@@ -385,6 +385,53 @@ describe("EventLog contract: jetstream across a server restart", () => {
         expect(summary(messages)).toEqual([1, 2, 3, 4, 5, 6].map((n) => [n, "batch.r.e", String(n)]))
       }),
     ))
+
+  it("follow keeps going when the server restarts while messages flow", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* jetStream.open()
+        const total = 400
+        const follower = yield* followInto(log, "batch.>", 1, total, 100)
+        // One append at a time, each retried until stored (its msgId makes a retry of a stored one a no-op).
+        const appender = yield* Effect.forEach(
+          Array.from({ length: total }, (_, i) => String(i + 1)),
+          (n) =>
+            log.append([{ subject: "batch.f.e", data: new TextEncoder().encode(n), msgId: `f-${n}` }]).pipe(
+              Effect.timeoutFail({ duration: "1 second", onTimeout: () => "timeout" }),
+              Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("20 seconds"))),
+            ),
+          { discard: true },
+        ).pipe(Effect.fork)
+        yield* follower.caughtUp
+        yield* Effect.promise(() => server().restart())
+        yield* Fiber.join(appender)
+        // Far below the ordered consumer's own recovery (two missed 15 s heartbeats).
+        const messages = yield* follower.result.pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => "stalled" }))
+        expect(summary(messages)).toEqual(Array.from({ length: total }, (_, i) => [i + 1, "batch.f.e", String(i + 1)]))
+      }),
+    ))
+})
+
+describe("EventLog contract: jetstream pull sizes", () => {
+  it("follow and read deliver a large message that comes after many small ones, without stalling", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* jetStream.open()
+        const small = Array.from({ length: 300 }, (_, i) => ["batch.s.e", `small ${i}`] as const)
+        const follower = yield* followInto(log, "batch.>", 1, 302, 300)
+        yield* appendTexts(log, small)
+        yield* follower.caughtUp
+        const large = "x".repeat(800 * 1024)
+        yield* appendTexts(log, [["batch.s.e", large], ["batch.s.e", "after"]])
+        // Far below the consumer's recovery from a refused pull (two missed 15 s heartbeats).
+        const within = <A, E>(effect: Effect.Effect<A, E>) =>
+          effect.pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => "stalled" }))
+        const followed = yield* within(follower.result)
+        expect(followed.map((m) => text(m.data))).toEqual([...small.map(([, t]) => t), large, "after"])
+        const read = yield* within(collect(log.read("batch.>", 1)))
+        expect(read.map((m) => text(m.data))).toEqual([...small.map(([, t]) => t), large, "after"])
+      }),
+    ))
 })
 
 describe("SqliteEventLog", () => {

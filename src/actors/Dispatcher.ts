@@ -10,6 +10,8 @@ export interface DispatcherShape {
   /** Hands a batch's waiting rows to their models' actors: one read per batch, never one per row. */
   readonly enqueueBatch: (batchId: string) => Effect.Effect<void>
   readonly dropBatch: (batchId: string) => void
+  /** Shutdown has begun: the model actors start no more rows and let the running ones finish. */
+  readonly stopTaking: Effect.Effect<void>
   readonly actors: ReadonlyMap<string, ModelActor>
 }
 
@@ -71,6 +73,9 @@ export const Live = Layer.scoped(
       dropBatch: (batchId: string) => {
         for (const actor of actors.values()) actor.drop(batchId)
       },
+      stopTaking: Effect.sync(() => {
+        for (const actor of actors.values()) actor.stopTaking()
+      }),
       actors,
     }
   }),

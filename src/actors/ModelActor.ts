@@ -1,7 +1,7 @@
-import { Deferred, Effect, Random } from "effect"
+import { Deferred, Effect, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
-import type { RowOutcome } from "../domain/batch/decide.js"
+import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
 import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import type { ResultReads } from "../projections/resultReads.js"
@@ -13,11 +13,14 @@ export interface ModelActor {
   readonly model: ModelEntry
   readonly enqueue: (batchId: string, rows: ReadonlyArray<number>) => void
   readonly drop: (batchId: string) => void
+  /** Shutdown has begun: no row starts from now on; the running ones go on to finish. */
+  readonly stopTaking: () => void
   readonly inFlight: () => number
   readonly queued: () => number
 }
 
 const SHUTDOWN_GRACE_MS = 30_000
+const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
 /**
  * One model's batch slots: `batchConcurrency` workers, each running one row at a time, taking rows
@@ -34,6 +37,10 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       const sleepers = waiting
       waiting = []
       for (const d of sleepers) Deferred.unsafeDone(d, Effect.void)
+    }
+    const stopTaking = () => {
+      draining = true
+      wake()
     }
     const enqueue = (batchId: string, rows: ReadonlyArray<number>) => {
       queue.push(batchId, rows)
@@ -80,14 +87,25 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
         }
       })
 
+    // A row the log could not take (a NATS restart, a publish whose ack was lost) is not dropped: the
+    // same command is sent again until the log answers. Deciding it twice gives the same events with
+    // the same message ids, which the log stores once.
+    const write = (batchId: string, command: BatchCommand & { readonly row: number }) =>
+      writer.execute(batchId, command).pipe(
+        Effect.tapErrorTag("LogUnavailable", (e) =>
+          Effect.logWarning(`row ${command.row} of ${batchId} waits for the event log: ${e.message}`),
+        ),
+        Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
+      )
+
     const runRow = (batchId: string, row: number) =>
       Effect.gen(function* () {
-        const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* writer.now })
+        const started = yield* write(batchId, { type: "StartRow", row, at: yield* writer.now })
         const start = started.events.find((e) => e.type === "row_started")
         if (start === undefined || start.type !== "row_started") return
         const body = results.body(batchId, row) ?? "{}"
         const { at, outcome } = yield* outcomeOf(start.attempt, body)
-        const settled = yield* writer.execute(batchId, { type: "SettleRow", row, attempt: start.attempt, at, outcome })
+        const settled = yield* write(batchId, { type: "SettleRow", row, attempt: start.attempt, at, outcome })
         const retry = settled.events.find((e) => e.type === "row_retrying")
         if (retry !== undefined && retry.type === "row_retrying") {
           yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
@@ -114,8 +132,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       Effect.promise(
         () =>
           new Promise<void>((resolve) => {
-            draining = true
-            wake()
+            stopTaking()
             const deadline = Date.now() + SHUTDOWN_GRACE_MS
             const check = () => (running === 0 || Date.now() > deadline ? resolve() : setTimeout(check, 20))
             check()
@@ -127,6 +144,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       model,
       enqueue,
       drop: (batchId: string) => queue.drop(batchId),
+      stopTaking,
       inFlight: () => running,
       queued: () => queue.size,
     } satisfies ModelActor

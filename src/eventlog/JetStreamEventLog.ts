@@ -10,7 +10,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream"
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
@@ -31,8 +31,11 @@ export interface JetStreamEventLogOptions {
 const PUBLISH_WINDOW = 256
 const HEADER_ROOM = 8 * 1024
 const DUPLICATE_WINDOW_NANOS = 2 * 60 * 1_000_000_000
-// Bounds what a consumer buffers: a 100-message pull of 900 KiB parts would otherwise be ~90 MiB.
-const PULL_MAX_BYTES = 16 * 1024 * 1024
+// Pulls are bounded in messages, not bytes: with max_bytes, nats.js 3.4 sizes each refill by the
+// bytes consumed since the last one (a few KiB of small row events), and a larger message refused
+// by such a pull stalls the consumer until two idle heartbeats (30 s) are missed. Parts are at
+// most maxPayload, so a consumer buffers at most 64 of them (~57 MiB at the default).
+const PULL_MAX_MESSAGES = 64
 
 const unavailable = (message: string) => (cause: unknown) =>
   new LogUnavailable({ message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
@@ -146,12 +149,24 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     })
     const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })
 
+    // Completed at each reconnect and replaced, so a follower can tell that one happened since it began.
+    const reconnected = yield* Ref.make(yield* Deferred.make<void>())
+    yield* iterate(nc.status(), unavailable("status failed")).pipe(
+      Stream.filter((status) => status.type === "reconnect"),
+      Stream.runForEach(() =>
+        Effect.flatMap(Deferred.make<void>(), (next) =>
+          Effect.flatMap(Ref.getAndSet(reconnected, next), (prev) => Deferred.succeed(prev, undefined)),
+        ),
+      ),
+      Effect.forkScoped,
+    )
+
     const consume = (filter: string, fromSeq: number) =>
       Stream.acquireRelease(
         Effect.tryPromise({
           try: async () => {
             const consumer = await js.consumers.get(stream, { filter_subjects: filter, opt_start_seq: Math.max(fromSeq, 1) })
-            const messages = await consumer.consume({ max_bytes: PULL_MAX_BYTES })
+            const messages = await consumer.consume({ max_messages: PULL_MAX_MESSAGES })
             return { pending: (await consumer.info(true)).num_pending, messages, consumer }
           },
           catch: unavailable("cannot create consumer"),
@@ -185,15 +200,29 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
             )
           }),
         ),
-      // The ordered consumer recreates itself from its cursor after a reconnect; the iterator
-      // only ends if the connection is closed for good.
+      // After a reconnect the follow goes on with a new consumer from the seq after the last one it
+      // gave. The ordered consumer would recreate itself, but nats.js 3.4 keeps counting the pulls
+      // that died with the old server as pending and, against a restarted server, stops asking for
+      // messages until two idle heartbeats (30 s) are missed. The iterator only ends if the
+      // connection is closed for good.
       follow: (filter, fromSeq) =>
-        Stream.flatMap(consume(filter, fromSeq), ({ messages }) =>
-          iterate(messages, unavailable("follow failed")).pipe(
-            Stream.map(toRaw),
-            Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
-          ),
-        ),
+        Stream.suspend(() => {
+          let next = fromSeq
+          const untilReconnect = Stream.unwrap(
+            Effect.map(Ref.get(reconnected), (reconnect) =>
+              Stream.flatMap(consume(filter, next), ({ messages }) =>
+                iterate(messages, unavailable("follow failed")).pipe(
+                  Stream.map(toRaw),
+                  Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
+                ),
+              ).pipe(Stream.interruptWhen(Deferred.await(reconnect))),
+            ),
+          )
+          return untilReconnect.pipe(
+            Stream.tap((m) => Effect.sync(() => (next = m.seq + 1))),
+            Stream.repeat(Schedule.forever),
+          )
+        }),
       lastSeq: Effect.map(streamInfo, (si) => si.state.last_seq),
       purge: (filter) =>
         Effect.tryPromise({

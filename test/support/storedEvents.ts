@@ -1,0 +1,63 @@
+import { jetstream } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import Database from "better-sqlite3"
+import { join } from "node:path"
+
+export interface StoredEvent {
+  readonly seq: number
+  readonly subject: string
+  readonly type: string
+  readonly row?: number
+  readonly attempt?: number
+}
+
+/** Only the small events are decoded: a chunked part of a large one is not JSON on its own. */
+const decode = (seq: number, subject: string, data: Uint8Array): StoredEvent => {
+  const type = subject.slice(subject.lastIndexOf(".") + 1)
+  if (type === "rows_added") return { seq, subject, type }
+  const event = JSON.parse(Buffer.from(data).toString("utf8")) as { row?: number; attempt?: number }
+  return { seq, subject, type, ...(event.row === undefined ? {} : { row: event.row, attempt: event.attempt }) }
+}
+
+/** One batch's history straight from the embedded log's file, bypassing the service's adapter. */
+const fromSqlite = (dataDir: string, batchId: string): Array<StoredEvent> => {
+  const db = new Database(join(dataDir, "log.sqlite"), { readonly: true })
+  try {
+    const rows = db
+      .prepare("SELECT seq, subject, data FROM messages WHERE subject LIKE ? ORDER BY seq")
+      .all(`batch.${batchId}.%`) as Array<{ seq: number; subject: string; data: Buffer }>
+    return rows.map((r) => decode(r.seq, r.subject, r.data))
+  } finally {
+    db.close()
+  }
+}
+
+/** One batch's history from JetStream with an ordered consumer, bypassing the service's adapter. */
+const fromJetStream = async (natsUrl: string, batchId: string): Promise<Array<StoredEvent>> => {
+  const nc = await connect({ servers: natsUrl })
+  try {
+    const consumer = await jetstream(nc).consumers.get("SLUICE", { filter_subjects: `batch.${batchId}.>` })
+    const events: Array<StoredEvent> = []
+    if ((await consumer.info(true)).num_pending === 0) return events
+    const messages = await consumer.consume()
+    for await (const m of messages) {
+      events.push(decode(m.seq, m.subject, m.data))
+      if (m.info.pending === 0) break
+    }
+    return events
+  } finally {
+    await nc.close()
+  }
+}
+
+export const storedEvents = (where: { dataDir: string; natsUrl?: string | undefined }, batchId: string) =>
+  where.natsUrl === undefined ? Promise.resolve(fromSqlite(where.dataDir, batchId)) : fromJetStream(where.natsUrl, batchId)
+
+export const terminalRowTypes: ReadonlySet<string> = new Set(["row_completed", "row_failed", "row_cancelled"])
+
+/** How many terminal row events each row has in the log, by row index. */
+export const terminalsPerRow = (events: ReadonlyArray<StoredEvent>, total: number): Array<number> => {
+  const counts = Array.from({ length: total }, () => 0)
+  for (const e of events) if (terminalRowTypes.has(e.type) && e.row !== undefined) counts[e.row]!++
+  return counts
+}
