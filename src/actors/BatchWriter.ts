@@ -2,7 +2,7 @@ import { Context, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
-import { type BatchState, evolve, initialState, isFinal } from "../domain/batch/state.js"
+import { type BatchState, evolve, initialState, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
 import { batchMsgId, batchSubject, oneBatch } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, type WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
@@ -29,6 +29,8 @@ export interface BatchWriterShape {
   /** Decides the command against the batch's state and writes the events: the single writer of each batch. */
   readonly execute: (batchId: string, command: BatchCommand) => Effect.Effect<Written, Rejection | LogUnavailable>
   readonly now: Effect.Effect<number>
+  /** The row's phase as the writer knows it (the log's, after a reload). */
+  readonly rowPhase: (batchId: string, row: number) => Effect.Effect<RowPhase | undefined, LogUnavailable>
 }
 
 interface Entry {
@@ -143,7 +145,10 @@ export const Live = Layer.effect(
         return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
 
-    return { create, execute, now: clock.currentTimeMillis }
+    const phaseOf = (batchId: string, row: number) =>
+      Effect.map(entry(batchId), (current) => rowPhase(current.state, row))
+
+    return { create, execute, now: clock.currentTimeMillis, rowPhase: phaseOf }
   }),
 )
 

@@ -102,10 +102,14 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       Effect.gen(function* () {
         const started = yield* write(batchId, { type: "StartRow", row, at: yield* writer.now })
         const start = started.events.find((e) => e.type === "row_started")
-        if (start === undefined || start.type !== "row_started") return
+        // A start whose append was retried may already be in the log (its ack was lost): the row is
+        // then running with no one running it but this worker, which took it from the queue.
+        const phase = start?.type === "row_started" ? undefined : yield* writer.rowPhase(batchId, row)
+        const attempt = start?.type === "row_started" ? start.attempt : phase?.status === "running" ? phase.attempt : undefined
+        if (attempt === undefined) return
         const body = results.body(batchId, row) ?? "{}"
-        const { at, outcome } = yield* outcomeOf(start.attempt, body)
-        const settled = yield* write(batchId, { type: "SettleRow", row, attempt: start.attempt, at, outcome })
+        const { at, outcome } = yield* outcomeOf(attempt, body)
+        const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })
         const retry = settled.events.find((e) => e.type === "row_retrying")
         if (retry !== undefined && retry.type === "row_retrying") {
           yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
