@@ -10,7 +10,7 @@ import {
   StorageType,
 } from "@nats-io/jetstream"
 import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
-import { Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
+import { Chunk, Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
@@ -102,17 +102,47 @@ const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array
   }
 }
 
+const MAX_CHUNK = 2_048
+const nothingYet = Symbol("nothingYet")
+const afterIo = () => new Promise<typeof nothingYet>((resolve) => setImmediate(() => resolve(nothingYet)))
+
 /**
- * Like Stream.fromAsyncIterable, but without awaiting the iterator's `return()` on interruption:
- * a nats.js consumer iterator's `return()` does not settle while a `next()` is pending, which
- * hung shutdown. The consumer is closed by its own finalizer instead.
+ * Like Stream.fromAsyncIterable, with two differences. It does not await the iterator's `return()`
+ * on interruption: a nats.js consumer iterator's `return()` does not settle while a `next()` is
+ * pending, which hung shutdown (the consumer is closed by its own finalizer instead). And it emits
+ * every message already buffered as one chunk, so a consumer downstream (the projections) applies
+ * many events per transaction instead of one.
  */
 const iterate = <A>(iterable: AsyncIterable<A>, onError: (e: unknown) => LogUnavailable) =>
   Stream.suspend(() => {
     const iterator = iterable[Symbol.asyncIterator]()
-    return Stream.repeatEffectOption(
-      Effect.tryPromise({ try: () => iterator.next(), catch: (e) => Option.some(onError(e)) }).pipe(
-        Effect.flatMap((r) => (r.done === true ? Effect.fail(Option.none()) : Effect.succeed(r.value))),
+    let ahead: Promise<IteratorResult<A>> | undefined
+    let ended = false
+    const take = async (): Promise<Array<A> | undefined> => {
+      if (ended) return undefined
+      const first = await (ahead ?? iterator.next())
+      ahead = undefined
+      if (first.done === true) return undefined
+      const out = [first.value]
+      while (out.length < MAX_CHUNK) {
+        const next = iterator.next()
+        // A buffered message resolves within microtasks; an empty buffer loses the race to the next I/O turn.
+        const result = await Promise.race([next, afterIo()])
+        if (result === nothingYet) {
+          ahead = next
+          break
+        }
+        if (result.done === true) {
+          ended = true
+          break
+        }
+        out.push(result.value)
+      }
+      return out
+    }
+    return Stream.repeatEffectChunkOption(
+      Effect.tryPromise({ try: take, catch: (e) => Option.some(onError(e)) }).pipe(
+        Effect.flatMap((chunk) => (chunk === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(chunk)))),
       ),
     )
   })
