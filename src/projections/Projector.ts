@@ -8,6 +8,7 @@ import { ReadModel } from "./ReadModel.js"
 import { resultsProjection } from "./results.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
+const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
@@ -40,7 +41,13 @@ export const makeApplier = (db: ReadModel["Type"]) => {
     }
     if (kind === "batch") {
       const event = decodeBatch(payload)
-      results(event, batches(event, message.seq))
+      // A row event moves the batch's counters only if it moved the row; a lifecycle event settles
+      // the idle rows only if it changed the batch.
+      if (rowEventTypes.has(event.type)) {
+        if (results(event, true)) batches(event, message.seq)
+      } else {
+        results(event, batches(event, message.seq))
+      }
     } else if (kind === "account") {
       accounts(decodeAccount(payload))
     }

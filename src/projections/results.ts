@@ -14,57 +14,66 @@ export const resultsProjection = (db: Database.Database) => {
     row: db.prepare(
       `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES (?, ?, ?, ?, 'queued')`,
     ),
-    started: db.prepare(`UPDATE results SET status = 'running', attempts = ? WHERE batch_id = ? AND idx = ?`),
-    retrying: db.prepare(`UPDATE results SET status = 'queued', error = ? WHERE batch_id = ? AND idx = ?`),
-    completed: db.prepare(
-      `UPDATE results SET status = 'completed', response = ?, error = NULL WHERE batch_id = ? AND idx = ?`,
+    // Each row event applies only from the phase it leaves, so a duplicate (a publish retried after
+    // JetStream's de-duplication window) changes nothing, and the batch counters follow suit.
+    started: db.prepare(
+      `UPDATE results SET status = 'running', attempts = ? WHERE batch_id = ? AND idx = ? AND status = 'queued' AND attempts < ?`,
     ),
-    failed: db.prepare(`UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND idx = ?`),
-    cancelledRow: db.prepare(`UPDATE results SET status = 'cancelled', error = ? WHERE batch_id = ? AND idx = ?`),
+    retrying: db.prepare(
+      `UPDATE results SET status = 'queued', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    ),
+    completed: db.prepare(
+      `UPDATE results SET status = 'completed', response = ?, error = NULL WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    ),
+    failed: db.prepare(
+      `UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    ),
+    cancelledRow: db.prepare(
+      `UPDATE results SET status = 'cancelled', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    ),
     cancelIdle: db.prepare(`UPDATE results SET status = 'cancelled', error = NULL WHERE batch_id = ? AND status = 'queued'`),
     failIdle: db.prepare(`UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND status = 'queued'`),
     expireIdle: db.prepare(`UPDATE results SET status = 'expired', error = ? WHERE batch_id = ? AND status = 'queued'`),
     deleteResults: db.prepare(`DELETE FROM results WHERE batch_id = ?`),
     deleteInputs: db.prepare(`DELETE FROM inputs WHERE batch_id = ?`),
   }
-  return (event: BatchEvent, tookEffect: boolean): void => {
+  /** Answers whether the event changed a row: the batch's counters move only when it did. */
+  return (event: BatchEvent, tookEffect: boolean): boolean => {
     switch (event.type) {
       case "rows_added":
         event.rows.forEach((row, i) => {
           s.row.run(event.batch_id, event.first + i, row.custom_id, row.model)
           s.input.run(event.batch_id, event.first + i, JSON.stringify(row.body))
         })
-        return
+        return true
       case "row_started":
-        s.started.run(event.attempt, event.batch_id, event.row)
-        return
+        return s.started.run(event.attempt, event.batch_id, event.row, event.attempt).changes > 0
       case "row_retrying":
-        s.retrying.run(JSON.stringify(event.error), event.batch_id, event.row)
-        return
+        return s.retrying.run(JSON.stringify(event.error), event.batch_id, event.row, event.attempt).changes > 0
       case "row_completed":
-        s.completed.run(JSON.stringify(event.response), event.batch_id, event.row)
-        return
+        return s.completed.run(JSON.stringify(event.response), event.batch_id, event.row, event.attempt).changes > 0
       case "row_failed":
-        s.failed.run(JSON.stringify(event.error), event.batch_id, event.row)
-        return
+        return s.failed.run(JSON.stringify(event.error), event.batch_id, event.row, event.attempt).changes > 0
       case "row_cancelled":
-        s.cancelledRow.run(event.error === null ? null : JSON.stringify(event.error), event.batch_id, event.row)
-        return
+        return (
+          s.cancelledRow.run(event.error === null ? null : JSON.stringify(event.error), event.batch_id, event.row, event.attempt)
+            .changes > 0
+        )
       case "batch_cancelling":
         if (tookEffect) s.cancelIdle.run(event.batch_id)
-        return
+        return tookEffect
       case "batch_failed":
         if (tookEffect) s.failIdle.run(batchFailedError, event.batch_id)
-        return
+        return tookEffect
       case "batch_expired":
         if (tookEffect) s.expireIdle.run(batchExpiredError, event.batch_id)
-        return
+        return tookEffect
       case "batch_deleted":
         s.deleteResults.run(event.batch_id)
         s.deleteInputs.run(event.batch_id)
-        return
+        return true
       default:
-        return
+        return tookEffect
     }
   }
 }
