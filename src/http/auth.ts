@@ -1,9 +1,17 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
 import { Accounts } from "../actors/Accounts.js"
 import { forbidden, unauthorized } from "./errors.js"
 
 const bearer = /^Bearer\s+(.+)$/i
+
+/** Compares in constant time, so the admin token cannot be guessed a character at a time. */
+const sameSecret = (sent: string, expected: string) => {
+  const a = createHash("sha256").update(sent).digest()
+  const b = createHash("sha256").update(expected).digest()
+  return timingSafeEqual(a, b)
+}
 
 /** The caller's key, from `Authorization: Bearer` or `X-API-Key`. */
 export const authenticate = Effect.gen(function* () {
@@ -29,7 +37,7 @@ export const authenticateAdmin = (token: Option.Option<Redacted.Redacted<string>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const sent = bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
-    if (Option.isNone(token) || sent === undefined || sent !== Redacted.value(token.value)) {
+    if (Option.isNone(token) || sent === undefined || !sameSecret(sent, Redacted.value(token.value))) {
       return yield* Effect.fail(unauthorized("Invalid admin token"))
     }
   })

@@ -29,9 +29,29 @@ const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
 
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(Layer.provide(BatchesLive), Layer.provide(AdminLive))
 
-export const serverLayer = (options: { readonly port: number; readonly host: string }) =>
-  HttpApiBuilder.serve(errorEnvelopes).pipe(
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-    Layer.provide(ApiLive),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: options.port, host: options.host })),
+/** How long requests still open at shutdown may take before their connections are closed. */
+const SHUTDOWN_GRACE_MS = 10_000
+
+export const serverLayer = (options: { readonly port: number; readonly host: string }) => {
+  const server = createServer()
+  // Released before the server's own close, which waits for every open connection with no limit:
+  // idle keep-alive connections go at once, and a client that never finishes its request is cut
+  // off after a grace period, so a shutdown always ends.
+  const boundedClose = Layer.scopedDiscard(
+    Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        server.closeIdleConnections()
+        setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref()
+      }),
+    ),
   )
+  return boundedClose.pipe(
+    Layer.provideMerge(
+      HttpApiBuilder.serve(errorEnvelopes).pipe(
+        Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+        Layer.provide(ApiLive),
+        Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host })),
+      ),
+    ),
+  )
+}
