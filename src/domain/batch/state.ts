@@ -1,17 +1,10 @@
 import { HashMap, Option } from "effect"
+import { type BatchStatus, FinalBatchStatuses } from "../api/BatchStatus.js"
 import type { BatchEvent, RowError } from "./events.js"
 
-export type BatchStatus =
-  | "validating"
-  | "in_progress"
-  | "completed"
-  | "failed"
-  | "expired"
-  | "cancelling"
-  | "cancelled"
+export type { BatchStatus }
 
-export const finalStatuses: ReadonlySet<BatchStatus> = new Set(["completed", "failed", "expired", "cancelled"])
-export const isFinal = (status: BatchStatus) => finalStatuses.has(status)
+export const isFinal = (status: BatchStatus) => FinalBatchStatuses.has(status)
 
 export type RowPhase =
   | { readonly status: "running"; readonly attempt: number }
