@@ -46,6 +46,8 @@ export const Live = Layer.scoped(
 
     const enqueueBatch = (batchId: string) =>
       Effect.gen(function* () {
+        const batch = batches.one(batchId)
+        if (batch === undefined) return
         const byModel = new Map<string, Array<number>>()
         for (const { idx, model, status } of results.pending(batchId)) {
           if (status === "running") {
@@ -58,7 +60,7 @@ export const Live = Layer.scoped(
         }
         for (const [model, rows] of byModel) {
           const actor = actors.get(model)
-          if (actor !== undefined) actor.enqueue(batchId, rows)
+          if (actor !== undefined) actor.enqueue(batch.account_id, batchId, rows)
           else for (const row of rows) yield* failUnservable(batchId, row, model)
         }
         yield* writer.execute(batchId, { type: "Reconcile", at: yield* writer.now })

@@ -6,12 +6,12 @@ import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape } from "./BatchWriter.js"
-import { RowQueue } from "./RowQueue.js"
+import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import { callUpstream } from "./upstreamCall.js"
 
 export interface ModelActor {
   readonly model: ModelEntry
-  readonly enqueue: (batchId: string, rows: ReadonlyArray<number>) => void
+  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>) => void
   readonly drop: (batchId: string) => void
   /** Shutdown has begun: no row starts from now on; the running ones go on to finish. */
   readonly stopTaking: () => void
@@ -28,7 +28,7 @@ const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedul
  */
 export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, results: ResultReads) =>
   Effect.gen(function* () {
-    const queue = new RowQueue()
+    const queue = new FairQueue()
     let waiting: Array<Deferred.Deferred<void>> = []
     let running = 0
     let draining = false
@@ -42,8 +42,8 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       draining = true
       wake()
     }
-    const enqueue = (batchId: string, rows: ReadonlyArray<number>) => {
-      queue.push(batchId, rows)
+    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>) => {
+      queue.push(accountId, batchId, rows)
       wake()
     }
     const nextRow = Effect.gen(function* () {
@@ -98,7 +98,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
         Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
       )
 
-    const runRow = (batchId: string, row: number) =>
+    const runRow = (accountId: string, batchId: string, row: number) =>
       Effect.gen(function* () {
         const started = yield* write(batchId, { type: "StartRow", row, at: yield* writer.now })
         const start = started.events.find((e) => e.type === "row_started")
@@ -113,7 +113,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
         const retry = settled.events.find((e) => e.type === "row_retrying")
         if (retry !== undefined && retry.type === "row_retrying") {
           yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
-            Effect.andThen(() => enqueue(batchId, [row])),
+            Effect.andThen(() => enqueue(accountId, batchId, [row])),
             Effect.forkDaemon,
           )
         }
@@ -124,9 +124,9 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
 
     const worker = Effect.forever(
       Effect.gen(function* () {
-        const { batchId, row } = yield* nextRow
+        const { accountId, batchId, row } = yield* nextRow
         running++
-        yield* runRow(batchId, row).pipe(Effect.ensuring(Effect.sync(() => running--)))
+        yield* runRow(accountId, batchId, row).pipe(Effect.ensuring(Effect.sync(() => running--)))
       }),
     )
     for (let i = 0; i < model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
