@@ -2,6 +2,8 @@ import { type Clock, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import * as Accounts from "./actors/Accounts.js"
+import { Admission } from "./actors/Admission.js"
+import { ModelLoad } from "./actors/ModelLoad.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
 import { catalogLayer } from "./config/catalogLayer.js"
@@ -43,6 +45,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   )
   const writers = Layer.mergeAll(onActorClock(BatchWriter.Live), onActorClock(Accounts.Live)).pipe(Layer.provideMerge(core))
   const actors = onActorClock(Dispatcher.Live).pipe(
+    Layer.provideMerge(Layer.merge(Admission.open, ModelLoad.fixed)),
     Layer.provideMerge(writers),
     Layer.provideMerge(catalogLayer(config.modelsPath)),
   )

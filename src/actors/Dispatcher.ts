@@ -4,7 +4,9 @@ import { batchReads } from "../projections/batchReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { resultReads } from "../projections/resultReads.js"
 import { BatchWriter } from "./BatchWriter.js"
+import { Admission } from "./Admission.js"
 import { type ModelActor, makeModelActor } from "./ModelActor.js"
+import { ModelLoad } from "./ModelLoad.js"
 
 export interface DispatcherShape {
   /** Hands a batch's waiting rows to their models' actors: one read per batch, never one per row. */
@@ -28,7 +30,11 @@ export const Live = Layer.scoped(
     const results = resultReads(db)
     const batches = batchReads(db)
     const actors = new Map<string, ModelActor>()
-    for (const model of catalog.values()) actors.set(model.id, yield* makeModelActor(model, writer, results))
+    const admission = yield* Admission
+    const load = yield* ModelLoad
+    for (const model of catalog.values()) {
+      actors.set(model.id, yield* makeModelActor(model, writer, results, admission, load))
+    }
 
     const failUnservable = (batchId: string, row: number, model: string) =>
       Effect.gen(function* () {

@@ -7,6 +7,8 @@ import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
+import type { AdmissionShape } from "./Admission.js"
+import type { ModelLoadShape } from "./ModelLoad.js"
 import { callUpstream } from "./upstreamCall.js"
 
 export interface ModelActor {
@@ -26,7 +28,13 @@ const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedul
  * One model's batch slots: `batchConcurrency` workers, each running one row at a time, taking rows
  * from the batches in turn. On shutdown it stops taking rows and lets the running ones finish.
  */
-export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, results: ResultReads) =>
+export const makeModelActor = (
+  model: ModelEntry,
+  writer: BatchWriterShape,
+  results: ResultReads,
+  admission: AdmissionShape,
+  load: ModelLoadShape,
+) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
     let waiting: Array<Deferred.Deferred<void>> = []
@@ -46,10 +54,18 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
       queue.push(accountId, batchId, rows)
       wake()
     }
+    admission.onChange(wake)
+    load.onChange(wake)
+    const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
     const nextRow = Effect.gen(function* () {
       while (true) {
-        const item = draining ? undefined : queue.take()
-        if (item !== undefined) return item
+        const item = draining || running >= load.batchSlots(model) ? undefined : queue.take(mayStart)
+        if (item !== undefined) {
+          // Taken synchronously with the check above, so no two workers pass it for the last slot.
+          running++
+          admission.acquire(item.accountId)
+          return item
+        }
         const bell = yield* Deferred.make<void>()
         waiting.push(bell)
         yield* Deferred.await(bell)
@@ -59,6 +75,7 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
     const outcomeOf = (attempt: number, body: string) =>
       Effect.gen(function* () {
         const answer = yield* callUpstream(model, body)
+        load.observe(model, answer._tag === "Response" ? answer.status : undefined)
         const classified = classifyUpstream(answer)
         const at = yield* writer.now
         switch (classified._tag) {
@@ -125,8 +142,15 @@ export const makeModelActor = (model: ModelEntry, writer: BatchWriterShape, resu
     const worker = Effect.forever(
       Effect.gen(function* () {
         const { accountId, batchId, row } = yield* nextRow
-        running++
-        yield* runRow(accountId, batchId, row).pipe(Effect.ensuring(Effect.sync(() => running--)))
+        yield* runRow(accountId, batchId, row).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              running--
+              admission.release(accountId)
+              wake()
+            }),
+          ),
+        )
       }),
     )
     for (let i = 0; i < model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
