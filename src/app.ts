@@ -4,8 +4,10 @@ import { join } from "node:path"
 import * as Accounts from "./actors/Accounts.js"
 import { Admission } from "./actors/Admission.js"
 import { ModelLoad } from "./actors/ModelLoad.js"
+import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
+import * as Timers from "./actors/Timers.js"
 import { catalogLayer } from "./config/catalogLayer.js"
 import type { SluiceConfig } from "./config/Config.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
@@ -43,14 +45,20 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     Layer.provideMerge(ReadModel.layer(readModelPath(config))),
     Layer.provideMerge(eventLogLayer(config)),
   )
-  const writers = Layer.mergeAll(onActorClock(BatchWriter.Live), onActorClock(Accounts.Live)).pipe(Layer.provideMerge(core))
-  const actors = onActorClock(Dispatcher.Live).pipe(
-    Layer.provideMerge(Layer.merge(Admission.open, ModelLoad.fixed)),
+  const batchWriter = BatchLifecycle.announcing.pipe(
+    Layer.provide(onActorClock(BatchWriter.Live)),
+    Layer.provideMerge(BatchLifecycle.layer),
+  )
+  const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live)).pipe(Layer.provideMerge(core))
+  const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
+    Layer.provideMerge(onActorClock(Dispatcher.Live)),
+    Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),
     Layer.provideMerge(writers),
     Layer.provideMerge(catalogLayer(config.modelsPath)),
   )
   const settings = Layer.succeed(HttpSettings, {
     completionWindowMs: config.completionWindowHours * 3_600_000,
+    maxUnfinishedBatches: config.maxUnfinishedBatches,
     adminToken: config.adminToken,
   })
   const bootstrap = Layer.effectDiscard(

@@ -35,6 +35,11 @@ export interface AccountsShape {
     expiresAt: number | null,
   ) => Effect.Effect<{ readonly id: string; readonly key: string }, AccountNotFound | LogUnavailable>
   readonly revokeKey: (keyId: string) => Effect.Effect<{ readonly id: string; readonly revoked: true }, AccountNotFound | LogUnavailable>
+  /**
+   * Counts an interactive request's cost toward the account's daily quota (the current UTC day);
+   * a batch row's cost is counted from its own event. Answers once the usage is readable.
+   */
+  readonly recordUsage: (accountId: string, usd: number) => Effect.Effect<void, LogUnavailable>
   /** Makes sure an internal account holds this key: the operator's first key, idempotent across restarts. */
   readonly bootstrap: (secret: string) => Effect.Effect<void, LogUnavailable>
 }
@@ -157,6 +162,12 @@ export const Live = Layer.effect(
         return { id: keyId, revoked: true as const }
       })
 
+    const recordUsage = (accountId: string, usd: number) =>
+      Effect.gen(function* () {
+        if (!(usd > 0)) return
+        yield* write([{ type: "usage_recorded", account_id: accountId, usd, source: "interactive", at: yield* clock.currentTimeMillis }])
+      })
+
     const bootstrap = (secret: string) =>
       Effect.gen(function* () {
         const accountId = "bootstrap"
@@ -172,6 +183,6 @@ export const Live = Layer.effect(
         }
       })
 
-    return { authenticate, get, create, update, createKey, revokeKey, bootstrap }
+    return { authenticate, get, create, update, createKey, revokeKey, recordUsage, bootstrap }
   }),
 )

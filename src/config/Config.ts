@@ -10,5 +10,13 @@ export const SluiceConfig = Config.all({
   bootstrapKey: Config.option(Config.redacted("SLUICE_BOOTSTRAP_KEY")),
   adminToken: Config.option(Config.redacted("SLUICE_ADMIN_TOKEN")),
   completionWindowHours: Config.number("SLUICE_COMPLETION_WINDOW_HOURS").pipe(Config.withDefault(24)),
+  retentionDays: Config.number("SLUICE_RETENTION_DAYS").pipe(
+    Config.withDefault(7),
+    Config.validate({ message: "SLUICE_RETENTION_DAYS must be positive", validation: (days) => days > 0 }),
+  ),
+  maxUnfinishedBatches: Config.integer("SLUICE_MAX_UNFINISHED_BATCHES").pipe(
+    Config.withDefault(10),
+    Config.validate({ message: "SLUICE_MAX_UNFINISHED_BATCHES must be at least 1", validation: (n) => n >= 1 }),
+  ),
 })
 export type SluiceConfig = Config.Config.Success<typeof SluiceConfig>

@@ -100,7 +100,50 @@ export const AdminGroup = HttpApiGroup.make("admin")
   .addError(PayloadTooLarge)
   .addError(Unavailable)
 
+const ChatMessage = Schema.Struct(
+  { role: Schema.String, content: Schema.optional(Schema.Unknown) },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+)
+export const ChatCompletionRequest = Schema.Struct(
+  {
+    model: Schema.String,
+    messages: Schema.NonEmptyArray(ChatMessage),
+    stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
+    stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))),
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+)
+const ChatCompletion = Schema.Struct(
+  {
+    id: Schema.String,
+    object: Schema.Literal("chat.completion"),
+    created: Schema.Number,
+    model: Schema.String,
+    choices: Schema.Array(Schema.Unknown),
+    usage: Schema.optional(Schema.Unknown),
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+).annotations({
+  description:
+    "The model server's answer, passed on with its status. With `stream: true` the answer is `text/event-stream`: " +
+    "the upstream's events as they arrive, ending with `data: [DONE]`.",
+})
+
+/** Interactive traffic, served by Sluice itself and proxied to the model's upstream; batches give way to it. */
+export const ChatGroup = HttpApiGroup.make("chat")
+  .add(
+    HttpApiEndpoint.post("completions", "/v1/chat/completions")
+      .addSuccess(ChatCompletion)
+      .addError(BadRequest)
+      .addError(Unauthorized)
+      .addError(NotFound)
+      .addError(PayloadTooLarge)
+      .addError(TooManyRequests)
+      .annotateContext(documentedBody(ChatCompletionRequest)),
+  )
+
 export const SluiceApi = HttpApi.make("sluice")
   .add(BatchesGroup)
   .add(AdminGroup)
+  .add(ChatGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0" }))

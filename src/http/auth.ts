@@ -1,8 +1,13 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { Accounts } from "../actors/Accounts.js"
-import { forbidden, unauthorized } from "./errors.js"
+import { type Account, Accounts } from "../actors/Accounts.js"
+import { BatchWriter } from "../actors/BatchWriter.js"
+import { quotaUsedUp, quotaUsedUpMessage } from "../domain/account/ownerVerdict.js"
+import { nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
+import { ReadModel } from "../projections/ReadModel.js"
+import { usedUsd } from "../projections/usageReads.js"
+import { forbidden, quotaExhausted, unauthorized } from "./errors.js"
 
 const bearer = /^Bearer\s+(.+)$/i
 
@@ -13,7 +18,18 @@ const sameSecret = (sent: string, expected: string) => {
   return timingSafeEqual(a, b)
 }
 
-/** The caller's key, from `Authorization: Bearer` or `X-API-Key`. */
+/** While the account's daily quota is used up, every call made with its keys answers 429, reads included. */
+const withinDailyQuota = (account: Account) =>
+  Effect.gen(function* () {
+    const quota = account.daily_quota_usd
+    if (quota === null) return
+    // The actors' clock, which the quota's day and the batches' pause follow too.
+    const now = yield* Effect.flatMap(BatchWriter, (writer) => writer.now)
+    const used = usedUsd(yield* ReadModel, account.id, utcDay(now))
+    if (quotaUsedUp(quota, used)) return yield* Effect.fail(quotaExhausted(quotaUsedUpMessage(quota, used, nextUtcMidnight(now))))
+  })
+
+/** The caller's key, from `Authorization: Bearer` or `X-API-Key`, while its account has quota left. */
 export const authenticate = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const header = request.headers["authorization"]
@@ -24,7 +40,9 @@ export const authenticate = Effect.gen(function* () {
     )
   }
   const accounts = yield* Accounts
-  return yield* accounts.authenticate(secret).pipe(Effect.mapError((e) => unauthorized(e.message)))
+  const caller = yield* accounts.authenticate(secret).pipe(Effect.mapError((e) => unauthorized(e.message)))
+  yield* withinDailyQuota(caller.account)
+  return caller
 })
 
 export const requireBatchAccess = <A extends { readonly account: { readonly tier: string } }>(caller: A) =>

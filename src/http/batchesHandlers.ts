@@ -1,10 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either } from "effect"
 import { BatchWriter } from "../actors/BatchWriter.js"
+import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
 import { validateCreateBatch } from "../domain/batch/validateCreate.js"
-import { oneBatch } from "../domain/batch/subjects.js"
-import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -16,6 +15,7 @@ import { badRequest, batchNotFound, conflict, unavailable } from "./errors.js"
 import { parseAfter, parseLimit } from "./pageParams.js"
 import { respondJson, respondJsonText } from "./respond.js"
 import { HttpSettings } from "./settings.js"
+import { unfinishedLimit } from "./unfinishedLimit.js"
 
 export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers) =>
   Effect.gen(function* () {
@@ -26,7 +26,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const projector = yield* Projector
     const dispatcher = yield* Dispatcher
     const catalog = yield* ModelCatalog
-    const log = yield* EventLog
+    const deleteBatch = yield* makeDeleteBatch
     const settings = yield* HttpSettings
     const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
 
@@ -36,10 +36,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     }
     const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
 
+    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches)
+
     return handlers
       .handleRaw("create", () =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* limit.hasRoom(caller.account.id)
           const input = yield* readJsonBody()
           const allowed = caller.account.models
           const valid = yield* Either.match(
@@ -51,16 +54,22 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
               onRight: Effect.succeed,
             },
           )
-          const { batchId, seq } = yield* writer
-            .create({
-              accountId: caller.account.id,
-              keyId: caller.keyId,
-              completionWindowMs: settings.completionWindowMs,
-              metadata: valid.metadata,
-              requests: valid.requests,
-            })
-            .pipe(Effect.mapError(logDown))
-          yield* projector.awaitSeq(seq)
+          const batchId = yield* limit.holdingPlace(
+            caller.account.id,
+            Effect.gen(function* () {
+              const { batchId, seq } = yield* writer
+                .create({
+                  accountId: caller.account.id,
+                  keyId: caller.keyId,
+                  completionWindowMs: settings.completionWindowMs,
+                  metadata: valid.metadata,
+                  requests: valid.requests,
+                })
+                .pipe(Effect.mapError(logDown))
+              yield* projector.awaitSeq(seq)
+              return batchId
+            }),
+          )
           // Nothing runs during the create call: the rows start in the background.
           yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId))
           return current(batchId)
@@ -132,7 +141,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* owned(caller.account.id, path.batch_id)
-          const written = yield* writer.execute(path.batch_id, { type: "Delete", at: yield* writer.now }).pipe(
+          yield* deleteBatch(path.batch_id).pipe(
             Effect.catchTags({
               BatchNotFound: () => Effect.fail(batchNotFound(path.batch_id)),
               RowsStillRunning: (e) =>
@@ -143,12 +152,6 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
                 ),
               LogUnavailable: () => Effect.fail(logDown()),
             }),
-          )
-          yield* projector.awaitSeq(written.seq)
-          dispatcher.dropBatch(path.batch_id)
-          // The history goes with the batch; a failed purge leaves events that the read model already ignores.
-          yield* log.purge(oneBatch(path.batch_id)).pipe(
-            Effect.catchAll((e) => Effect.logWarning(`purging ${path.batch_id} from the log failed`, e)),
           )
           return { id: path.batch_id, object: "batch.deleted" as const, deleted: true as const }
         })),

@@ -31,6 +31,11 @@ export const notFound = (message: string, code = "not_found") => new NotFound(de
 export const conflict = (message: string) => new Conflict(detail(message, "invalid_request_error", null, "conflict"))
 export const payloadTooLarge = (message: string) =>
   new PayloadTooLarge(detail(message, "invalid_request_error", null, "payload_too_large"))
+export const tooManyRequests = (message: string, code = "rate_limit_exceeded") =>
+  new TooManyRequests(detail(message, "rate_limit_error", null, code))
+/** OpenAI's own answer when an account has no quota left. */
+export const quotaExhausted = (message: string) =>
+  new TooManyRequests(detail(message, "insufficient_quota", null, "insufficient_quota"))
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
 
 export const batchNotFound = (batchId: string) => notFound(`No batch found with id '${batchId}'`, "batch_not_found")

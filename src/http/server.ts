@@ -2,9 +2,11 @@ import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
+import { InteractiveAccounting } from "../actors/interactiveAccounting.js"
 import { AdminLive } from "./adminHandlers.js"
 import { SluiceApi } from "./api.js"
 import { BatchesLive } from "./batchesHandlers.js"
+import { ChatLive } from "./chatHandlers.js"
 
 const envelope = (status: number, message: string, type: string, code: string) =>
   HttpServerResponse.unsafeJson({ error: { message, type, param: null, code } }, { status })
@@ -27,7 +29,11 @@ const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
     )
   })
 
-export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(Layer.provide(BatchesLive), Layer.provide(AdminLive))
+export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
+  Layer.provide(BatchesLive),
+  Layer.provide(AdminLive),
+  Layer.provide(ChatLive.pipe(Layer.provide(InteractiveAccounting.fromAdmission))),
+)
 
 /** How long requests still open at shutdown may take before their connections are closed. */
 const SHUTDOWN_GRACE_MS = 10_000

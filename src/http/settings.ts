@@ -2,6 +2,7 @@ import { Context, type Option, type Redacted } from "effect"
 
 export interface HttpSettingsShape {
   readonly completionWindowMs: number
+  readonly maxUnfinishedBatches: number
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
 }
 

@@ -1,4 +1,4 @@
-import { Chunk, Context, Effect, Layer, Schedule, Schema, Stream, SubscriptionRef } from "effect"
+import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
 import { BatchEvent } from "../domain/batch/events.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
@@ -6,6 +6,7 @@ import { accountsProjection } from "./accounts.js"
 import { batchesProjection } from "./batches.js"
 import { ReadModel } from "./ReadModel.js"
 import { resultsProjection } from "./results.js"
+import { usageProjection } from "./usage.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
@@ -13,20 +14,39 @@ const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
 
+/** The accounts whose rows one applied window changed. */
+export interface AccountChanges {
+  /** Their settings or keys changed. */
+  readonly settings: ReadonlySet<string>
+  /** Their daily usage grew. */
+  readonly usage: ReadonlySet<string>
+}
+
+export interface AccountChangeSink {
+  readonly settings: (accountId: string) => void
+  readonly usage: (accountId: string) => void
+}
+
 export interface ProjectorShape {
   /** The last log sequence every projection has applied. */
   readonly applied: Effect.Effect<number>
   /** Waits until the projections have applied `seq`: a command answers only after its events are readable. */
   readonly awaitSeq: (seq: number) => Effect.Effect<void>
+  /**
+   * The account changes of every window applied from now on, each published once its transaction
+   * has committed and before `awaitSeq` sees its sequence: readers of accounts invalidate what they cached.
+   */
+  readonly accountChanges: Effect.Effect<Queue.Dequeue<AccountChanges>, never, Scope.Scope>
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
 
 /** Applies a window of log messages to every projection in one transaction, offsets included. */
-export const makeApplier = (db: ReadModel["Type"]) => {
+export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) => {
   const batches = batchesProjection(db)
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
+  const usage = usageProjection(db)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
      ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
@@ -44,12 +64,25 @@ export const makeApplier = (db: ReadModel["Type"]) => {
       // A row event moves the batch's counters only if it moved the row; a lifecycle event settles
       // the idle rows only if it changed the batch.
       if (rowEventTypes.has(event.type)) {
-        if (results(event, true)) batches(event, message.seq)
+        if (results(event, true)) {
+          batches(event, message.seq)
+          if (event.type === "row_completed") {
+            const charged = usage(event)
+            if (charged !== undefined) changed?.usage(charged)
+          }
+        }
       } else {
         results(event, batches(event, message.seq))
       }
     } else if (kind === "account") {
-      accounts(decodeAccount(payload))
+      const event = decodeAccount(payload)
+      if (event.type === "usage_recorded") {
+        const charged = usage(event)
+        if (charged !== undefined) changed?.usage(charged)
+      } else {
+        accounts(event)
+        changed?.settings(event.account_id)
+      }
     }
     return true
   }
@@ -90,15 +123,21 @@ export const Live = Layer.scoped(
   Effect.gen(function* () {
     const db = yield* ReadModel
     const log = yield* EventLog
-    const apply = makeApplier(db)
+    let settings = new Set<string>()
+    let usage = new Set<string>()
+    const apply = makeApplier(db, { settings: (id) => settings.add(id), usage: (id) => usage.add(id) })
+    const accountChanges = yield* PubSub.unbounded<AccountChanges>()
     const applied = yield* SubscriptionRef.make(appliedOffset(db))
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
       Effect.gen(function* () {
         const messages = Chunk.toReadonlyArray(chunk)
         const last = messages[messages.length - 1]
         if (last === undefined) return
+        settings = new Set()
+        usage = new Set()
         const skipped = apply(messages)
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
+        if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
         yield* SubscriptionRef.update(applied, (seq) => Math.max(seq, last.seq))
       }).pipe(Effect.uninterruptible)
     yield* log.read(">", resumeOffset(db)).pipe(Stream.runForEachChunk(applyChunk))
@@ -116,6 +155,7 @@ export const Live = Layer.scoped(
           Stream.takeUntil((n) => n >= seq),
           Stream.runDrain,
         ),
+      accountChanges: PubSub.subscribe(accountChanges),
     }
   }),
 )

@@ -59,6 +59,12 @@ CREATE TABLE IF NOT EXISTS api_keys (
   revoked_at INTEGER,
   created_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS usage (
+  account_id TEXT NOT NULL,
+  day INTEGER NOT NULL,
+  usd REAL NOT NULL,
+  PRIMARY KEY (account_id, day)
+);
 `
 
 /** The SQLite file every projection writes and the HTTP layer reads; one connection, used synchronously. */

@@ -55,6 +55,16 @@ export const toBatchObject = (row: BatchRow): BatchObject => ({
   error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
 })
 
+/** What a batch's timers go by: its completion window while unfinished, its finishing time (seconds) once final. */
+export interface BatchDeadlines {
+  readonly id: string
+  readonly status: BatchStatus
+  readonly expires_at: number
+  readonly finished_at: number | null
+}
+
+const deadlineColumns = `id, status, expires_at, coalesce(completed_at, failed_at, expired_at, cancelled_at) AS finished_at`
+
 export const batchReads = (db: Database.Database) => {
   const s = {
     one: db.prepare(`SELECT * FROM batches WHERE id = ?`),
@@ -64,6 +74,9 @@ export const batchReads = (db: Database.Database) => {
     unfinishedOf: db.prepare(
       `SELECT count(*) AS n FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
     ),
+    stranded: db.prepare(`SELECT id FROM batches WHERE status IN ('failed', 'expired') AND running > 0`),
+    deadlines: db.prepare(`SELECT ${deadlineColumns} FROM batches`),
+    deadlinesOf: db.prepare(`SELECT ${deadlineColumns} FROM batches WHERE id = ?`),
   }
   const one = (id: string) => s.one.get(id) as BatchRow | undefined
   return {
@@ -80,6 +93,10 @@ export const batchReads = (db: Database.Database) => {
         : s.nextPage.all(accountId, afterSeq, limit + 1)) as Array<BatchRow>,
     unfinished: () => s.unfinished.all() as Array<BatchRow>,
     unfinishedCount: (accountId: string) => (s.unfinishedOf.get(accountId) as { n: number }).n,
+    /** Closed batches whose rows were running when the process stopped: no one runs them now. */
+    stranded: () => s.stranded.all() as Array<{ id: string }>,
+    deadlines: () => s.deadlines.all() as Array<BatchDeadlines>,
+    deadlinesOf: (id: string) => s.deadlinesOf.get(id) as BatchDeadlines | undefined,
   }
 }
 export type BatchReads = ReturnType<typeof batchReads>

@@ -232,6 +232,13 @@ describe("batch decider: failing and expiring", () => {
     given(...events).when({ type: "SettleRow", row: 0, attempt: 1, at: 12, outcome: ok }).then(rowCompleted(0, 1, 12))
   })
 
+  it("a row waiting for its retry counts as not started: it expires with the batch, and never starts again", () => {
+    const events = [created(3), batchStarted(5), ...retriedTimes(0, 2), batchExpired(20, 3)]
+    given(...events.slice(0, -1)).when({ type: "Expire", at: 20 }).then(batchExpired(20, 3))
+    expect(replay(batch_id, events)).toMatchObject({ status: "expired", failed: 3, running: 0 })
+    given(...events).when({ type: "StartRow", row: 0, at: 100 }).thenNothingHappened()
+  })
+
   it("no row starts after the batch failed or expired", () => {
     given(created(2), batchFailed(5, 2)).when({ type: "StartRow", row: 0, at: 6 }).thenNothingHappened()
     given(created(2), batchExpired(5, 2)).when({ type: "StartRow", row: 0, at: 6 }).thenNothingHappened()

@@ -227,6 +227,7 @@ describe("the seed's Errors table", () => {
         "PATCH /admin/v1/accounts/{id}",
         "POST /admin/v1/accounts/{id}/keys",
         "POST /admin/v1/keys/{id}/revoke",
+        "POST /v1/chat/completions",
       ].sort(),
     )
     const create = spec.body.paths["/v1/batches"].post

@@ -1,5 +1,5 @@
 import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { appLayer } from "../../src/app.js"
@@ -11,6 +11,7 @@ export interface InProcessSluice {
   /** Moves the actors' TestClock forward, running every backoff, expiry or timeout due by then. */
   readonly adjust: (ms: number) => Promise<void>
   readonly now: () => Promise<number>
+  readonly dataDir: string
   readonly stop: () => Promise<void>
 }
 
@@ -21,8 +22,16 @@ export interface InProcessSluice {
 export const startInProcessSluice = async (options: {
   readonly models: ReadonlyArray<CatalogEntry>
   readonly natsUrl?: string
+  /** Reuse a data directory (a restart); a fresh temporary one otherwise. */
+  readonly dataDir?: string
+  /** Leave the data directory in place on stop, for another instance to start on. */
+  readonly keepData?: boolean
+  /** Where the TestClock starts (ms); now by default. A restart passes the stopped instance's `now()`. */
+  readonly startAt?: number
+  readonly config?: Partial<Pick<SluiceConfig, "completionWindowHours" | "retentionDays" | "maxUnfinishedBatches">>
 }): Promise<InProcessSluice> => {
-  const dataDir = mkdtempSync(join(tmpdir(), "sluice-inproc-"))
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "sluice-inproc-"))
+  mkdirSync(dataDir, { recursive: true })
   const modelsPath = join(dataDir, "models.json")
   writeFileSync(modelsPath, JSON.stringify({ models: options.models }))
   const port = await freePort()
@@ -35,9 +44,12 @@ export const startInProcessSluice = async (options: {
     bootstrapKey: Option.some(Redacted.make(BOOTSTRAP_KEY)),
     adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
     completionWindowHours: 24,
+    retentionDays: 7,
+    maxUnfinishedBatches: 10,
+    ...options.config,
   }
   const scope = Effect.runSync(Scope.make())
-  const clockLayer = TestClock.live(TestClock.makeData(Date.now(), Chunk.empty())).pipe(
+  const clockLayer = TestClock.live(TestClock.makeData(options.startAt ?? Date.now(), Chunk.empty())).pipe(
     Layer.provide(Layer.merge(TestServices.liveLayer(), TestServices.annotationsLayer())),
     Layer.provide(TestContext.LiveContext),
   )
@@ -62,10 +74,11 @@ export const startInProcessSluice = async (options: {
     url,
     adjust: (ms) => Effect.runPromise(clock.adjust(ms)),
     now: () => Effect.runPromise(clock.currentTimeMillis),
+    dataDir,
     stop: async () => {
       await Effect.runPromise(Fiber.interrupt(fiber))
       await Effect.runPromise(Scope.close(scope, Exit.void))
-      rmSync(dataDir, { recursive: true, force: true })
+      if (options.keepData !== true) rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }

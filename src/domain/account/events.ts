@@ -50,7 +50,19 @@ export const KeyRevoked = Schema.Struct({
   at: Schema.Number,
 })
 
-export const AccountEvent = Schema.Union(AccountCreated, AccountUpdated, KeyCreated, KeyRevoked)
+/**
+ * Spending that counts toward the account's daily quota (the UTC day of `at`) but is not a batch
+ * row's: an interactive request. A batch row's cost is already in its `row_completed` event.
+ */
+export const UsageRecorded = Schema.Struct({
+  type: Schema.Literal("usage_recorded"),
+  account_id: Schema.String,
+  usd: Schema.Number,
+  source: Schema.Literal("interactive"),
+  at: Schema.Number,
+})
+
+export const AccountEvent = Schema.Union(AccountCreated, AccountUpdated, KeyCreated, KeyRevoked, UsageRecorded)
 export type AccountEvent = typeof AccountEvent.Type
 
 export const accountSubject = (accountId: string, type: AccountEvent["type"]) => `account.${accountId}.${type}`

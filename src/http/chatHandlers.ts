@@ -1,0 +1,131 @@
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
+import { Effect, Either, Exit, Stream } from "effect"
+import type { Caller } from "../actors/Accounts.js"
+import { ModelCatalog } from "../actors/Dispatcher.js"
+import { InteractiveAccounting } from "../actors/interactiveAccounting.js"
+import { type UpstreamAnswer, type UpstreamFailed, brokenOff, openUpstream, readAll } from "../actors/interactiveUpstream.js"
+import { InteractiveLoad, ModelLoad } from "../actors/ModelLoad.js"
+import { type ModelEntry, costUsd } from "../config/Catalog.js"
+import { type ValidChat, upstreamChatBody, validateChatRequest } from "../domain/chat/chatRequest.js"
+import { SseRelay } from "../domain/chat/SseRelay.js"
+import { SluiceApi } from "./api.js"
+import { authenticate } from "./auth.js"
+import { readJsonBody } from "./body.js"
+import { badRequest, notFound, tooManyRequests } from "./errors.js"
+import { type ApiError, respondJson } from "./respond.js"
+
+const answerError = (error: ApiError) => respondJson(Effect.fail(error))
+
+const upstreamError = (failed: UpstreamFailed) =>
+  HttpServerResponse.unsafeJson(
+    { error: { message: failed.message, type: "server_error", param: null, code: failed.timedOut ? "timeout" : "upstream_error" } },
+    { status: failed.timedOut ? 504 : 502 },
+  )
+
+const noFreeSlot = () =>
+  tooManyRequests(
+    "Every concurrent-request slot of this account is in use (its running batch requests hold some); retry when one frees",
+    "concurrency_limit_exceeded",
+  )
+
+/** The SSE event a client sees when the upstream breaks off mid-stream, in place of the rest of the answer. */
+const streamError = (failed: UpstreamFailed) =>
+  new TextEncoder().encode(
+    `data: ${JSON.stringify({ error: { message: failed.message, type: "server_error", param: null, code: failed.timedOut ? "timeout" : "upstream_error" } })}\n\n`,
+  )
+
+const passedHeaders = (answer: UpstreamAnswer) => {
+  const retryAfter = answer.headers["retry-after"]
+  return retryAfter === undefined ? {} : { "retry-after": retryAfter }
+}
+
+const usageOf = (bytes: Buffer): unknown => {
+  try {
+    return (JSON.parse(bytes.toString("utf8")) as { usage?: unknown } | null)?.usage
+  } catch {
+    return undefined
+  }
+}
+
+export const ChatLive = HttpApiBuilder.group(SluiceApi, "chat", (handlers) =>
+  Effect.gen(function* () {
+    const catalog = yield* ModelCatalog
+    const load = yield* ModelLoad
+    const interactive = yield* InteractiveLoad
+    const accounting = yield* InteractiveAccounting
+
+    // An answer the upstream has finished costs the same whether or not its client stays for the end of it.
+    const record = (caller: Caller, model: ModelEntry, usage: unknown) =>
+      usage === undefined ? Effect.void : Effect.uninterruptible(accounting.record(caller.account.id, costUsd(model, usage)))
+
+    /** The answer as it streams: each event passed on when complete; the cost counted once the upstream has ended. */
+    const streamed = (caller: Caller, chat: ValidChat, model: ModelEntry, answer: UpstreamAnswer, end: () => void) => {
+      const relay = new SseRelay(chat.wantsUsage)
+      const events = NodeStream.fromReadable<UpstreamFailed, Uint8Array>(() => answer.body, () => brokenOff(answer.body)).pipe(
+        Stream.mapConcat((bytes) => relay.push(bytes)),
+        Stream.concat(Stream.suspend(() => Stream.fromIterable(relay.end()))),
+        Stream.concat(Stream.execute(Effect.suspend(() => record(caller, model, relay.usage)))),
+        Stream.catchAll((failed) => Stream.make(streamError(failed))),
+        Stream.ensuring(Effect.sync(end)),
+      )
+      return HttpServerResponse.stream(events, {
+        status: answer.status,
+        contentType: answer.headers["content-type"] ?? "text/event-stream",
+        headers: { "cache-control": "no-cache", ...passedHeaders(answer) },
+      })
+    }
+
+    const whole = (caller: Caller, model: ModelEntry, answer: UpstreamAnswer) =>
+      Effect.gen(function* () {
+        const bytes = yield* readAll(answer.body)
+        if (answer.status >= 200 && answer.status < 300) yield* record(caller, model, usageOf(bytes))
+        return HttpServerResponse.uint8Array(bytes, {
+          status: answer.status,
+          contentType: answer.headers["content-type"] ?? "application/json",
+          headers: passedHeaders(answer),
+        })
+      })
+
+    const proxy = (caller: Caller, chat: ValidChat, model: ModelEntry) =>
+      Effect.gen(function* () {
+        if (!accounting.tryAcquire(caller.account.id)) return yield* Effect.fail(noFreeSlot())
+        const endLoad = interactive.begin(model)
+        let ended = false
+        const end = () => {
+          if (ended) return
+          ended = true
+          endLoad()
+          accounting.release(caller.account.id)
+        }
+        // The slot and the model's load end with the answer; at the latest when the client's connection closes.
+        NodeHttpServerRequest.toServerResponse(yield* HttpServerRequest.HttpServerRequest).once("close", end)
+        return yield* Effect.gen(function* () {
+          const answer = yield* openUpstream(model, upstreamChatBody(chat, model.upstreamModel))
+          load.observe(model, answer.status)
+          const eventStream = String(answer.headers["content-type"] ?? "").startsWith("text/event-stream")
+          if (chat.stream && answer.status === 200 && eventStream) return streamed(caller, chat, model, answer, end)
+          return yield* whole(caller, model, answer).pipe(Effect.ensuring(Effect.sync(end)))
+        }).pipe(
+          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(end))),
+          Effect.catchTag("UpstreamFailed", (failed) => Effect.succeed(upstreamError(failed))),
+        )
+      })
+
+    return handlers.handleRaw("completions", () =>
+      Effect.gen(function* () {
+        const caller = yield* authenticate
+        const input = yield* readJsonBody()
+        const allowed = caller.account.models
+        const valid = validateChatRequest(input, (model) => catalog.has(model) && (allowed === null || allowed.includes(model)))
+        if (Either.isLeft(valid)) {
+          const rejected = valid.left
+          return yield* Effect.fail(
+            rejected._tag === "ModelNotFound" ? notFound(rejected.message, "model_not_found") : badRequest(rejected.message, rejected.param),
+          )
+        }
+        return yield* proxy(caller, valid.right, catalog.get(valid.right.model)!)
+      }).pipe(Effect.catchAll(answerError)),
+    )
+  }),
+)

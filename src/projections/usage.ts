@@ -1,0 +1,34 @@
+import type Database from "better-sqlite3"
+import type { UsageRecorded } from "../domain/account/events.js"
+import type { RowCompleted } from "../domain/batch/events.js"
+import { utcDay } from "../domain/account/utcDay.js"
+
+/**
+ * What each account has spent per UTC day: its batch rows' costs and its recorded interactive usage.
+ * Answers the account charged, or undefined when nothing was.
+ */
+export const usageProjection = (db: Database.Database) => {
+  const s = {
+    owner: db.prepare(`SELECT account_id FROM batches WHERE id = ?`),
+    add: db.prepare(
+      `INSERT INTO usage (account_id, day, usd) VALUES (?, ?, ?)
+       ON CONFLICT (account_id, day) DO UPDATE SET usd = usd + excluded.usd`,
+    ),
+  }
+  const charge = (accountId: string, at: number, usd: number) => {
+    if (!(usd > 0)) return undefined
+    s.add.run(accountId, utcDay(at), usd)
+    return accountId
+  }
+  return (event: typeof RowCompleted.Type | typeof UsageRecorded.Type): string | undefined => {
+    switch (event.type) {
+      case "row_completed": {
+        // The row event names its batch only; the batch row, written earlier in the log, names the account.
+        const owner = s.owner.get(event.batch_id) as { account_id: string } | undefined
+        return owner === undefined ? undefined : charge(owner.account_id, event.at, event.cost_usd)
+      }
+      case "usage_recorded":
+        return charge(event.account_id, event.at, event.usd)
+    }
+  }
+}
