@@ -290,12 +290,13 @@ describe("batch rows give way to interactive requests on the same model", () => 
       await waitFor(`${k} interactive requests are at the simulator`, () => sim.stats().hung - hungBefore === k)
       const slots = Math.max(1, 4 - k)
       await waitFor(`batch rows drop to ${slots}`, () => batchAtSim() === slots)
-      // Rows take 300 ms: over several of them, no more than the policy's number run at once.
+      // Over the next six rows to complete, no more than the policy's number run at once.
+      const completed = sim.stats().answered[200] ?? 0
       let most = 0
-      for (let i = 0; i < 60; i++) {
+      await waitFor("six more rows complete", () => {
         most = Math.max(most, batchAtSim())
-        await sleep(20)
-      }
+        return (sim.stats().answered[200] ?? 0) >= completed + 6
+      })
       observed[k] = most
     }
     expect(observed).toEqual({ 1: 3, 3: 1, 5: 1 })
@@ -375,6 +376,7 @@ describe("a long waiting queue at a vLLM upstream is pushback too", () => {
   let upstream: Server
   let sluice: InProcessSluice
   let inFlight = 0
+  let completed = 0
   let metricsRead = 0
   let congested = false
 
@@ -392,6 +394,7 @@ describe("a long waiting queue at a vLLM upstream is pushback too", () => {
         inFlight++
         setTimeout(() => {
           inFlight--
+          completed++
           res.writeHead(200, { "content-type": "application/json" })
           res.end(JSON.stringify({ id: "c", object: "chat.completion", created: 0, model: "org/congested", choices: [] }))
         }, 200)
@@ -420,14 +423,18 @@ describe("a long waiting queue at a vLLM upstream is pushback too", () => {
     const readBefore = metricsRead
     await waitFor("Sluice reads the gauge", () => metricsRead > readBefore)
     await waitFor("batch rows drop to 2", () => inFlight === 2)
+    // Over the next eight rows to complete, no more than 2 run at once.
+    const before = completed
     let most = 0
-    for (let i = 0; i < 50; i++) {
+    await waitFor("eight more rows complete", () => {
       most = Math.max(most, inFlight)
-      await sleep(20)
-    }
+      return completed >= before + 8
+    })
     expect(most).toBe(2)
 
     congested = false
+    const readCongested = metricsRead
+    await waitFor("Sluice reads the short queue", () => metricsRead > readCongested)
     await sluice.adjust(5_000)
     await waitFor("4 batch rows run again", () => inFlight === 4)
     await api.call("POST", `/v1/batches/${created.body.id}/cancel`)
