@@ -23,6 +23,11 @@ export interface SluiceOptions {
   readonly env?: Record<string, string>
   /** Reuse a data directory (for restart tests); a fresh temporary one otherwise. */
   readonly dataDir?: string
+  /**
+   * Test-only: run the actors on a TestClock driven through `adjust`/`now` (`SLUICE_TEST_CLOCK=1`),
+   * starting at `startMs` (now by default). A restart passes the stopped process's last `now()`.
+   */
+  readonly testClock?: { readonly startMs?: number }
 }
 
 export interface Sluice {
@@ -34,6 +39,13 @@ export interface Sluice {
   stop(signal?: NodeJS.Signals): Promise<number | string | null>
   /** Removes the temporary data directory (after stop). */
   cleanup(): void
+}
+
+/** The actors' TestClock of a process started with `testClock`. */
+export interface TestClockControls {
+  /** Moves the TestClock forward, running every backoff, expiry or timeout due by then; answers the new time. */
+  adjust(ms: number): Promise<number>
+  now(): Promise<number>
 }
 
 export const freePort = (): Promise<number> =>
@@ -49,10 +61,23 @@ export const freePort = (): Promise<number> =>
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+const testClockControls = (port: number): TestClockControls => {
+  const call = async (method: string, path: string) => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, { method })
+    const text = await response.text()
+    if (!response.ok) throw new Error(`test clock ${method} ${path}: ${response.status} ${text}`)
+    return Number(text)
+  }
+  return { adjust: (ms) => call("POST", `/adjust?ms=${ms}`), now: () => call("GET", "/now") }
+}
+
 /** Starts Sluice as its own process (`node --import tsx src/main.ts`), as a user would run it. */
-export const startSluice = async (options: SluiceOptions = {}): Promise<Sluice> => {
+export function startSluice(options: SluiceOptions & { readonly testClock: { readonly startMs?: number } }): Promise<Sluice & TestClockControls>
+export function startSluice(options?: SluiceOptions): Promise<Sluice>
+export async function startSluice(options: SluiceOptions = {}): Promise<Sluice | (Sluice & TestClockControls)> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "sluice-test-"))
   const port = await freePort()
+  const clockPort = options.testClock === undefined ? undefined : await freePort()
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     SLUICE_PORT: String(port),
@@ -64,6 +89,14 @@ export const startSluice = async (options: SluiceOptions = {}): Promise<Sluice> 
   }
   delete env.NATS_URL
   delete env.SLUICE_MODELS
+  delete env.SLUICE_TEST_CLOCK
+  delete env.SLUICE_TEST_CLOCK_PORT
+  delete env.SLUICE_TEST_CLOCK_START_MS
+  if (options.testClock !== undefined && clockPort !== undefined) {
+    env.SLUICE_TEST_CLOCK = "1"
+    env.SLUICE_TEST_CLOCK_PORT = String(clockPort)
+    if (options.testClock.startMs !== undefined) env.SLUICE_TEST_CLOCK_START_MS = String(Math.round(options.testClock.startMs))
+  }
   if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
   if (options.models !== undefined) {
     const path = join(dataDir, "models.json")
@@ -96,7 +129,7 @@ export const startSluice = async (options: SluiceOptions = {}): Promise<Sluice> 
     }
     await sleep(50)
   }
-  return {
+  const started: Sluice = {
     url,
     dataDir,
     port,
@@ -107,4 +140,5 @@ export const startSluice = async (options: SluiceOptions = {}): Promise<Sluice> 
     },
     cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
   }
+  return clockPort === undefined ? started : { ...started, ...testClockControls(clockPort) }
 }
