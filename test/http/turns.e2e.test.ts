@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
+import { chatRow, client } from "../support/client.js"
+import { type Sluice, startSluice } from "../support/sluice.js"
+
+/** Batches take turns, through the public API: a model's slots are shared by account, then by batch. */
+describe("batches take turns on a model", () => {
+  let sim: Simulator
+  let sluice: Sluice
+  let api: ReturnType<typeof client>
+
+  beforeAll(async () => {
+    sim = await startSimulator({ latencyMs: 25 })
+    sluice = await startSluice({ models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 2 }] })
+    api = client(sluice.url)
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    sluice?.cleanup()
+    await sim?.close()
+  })
+
+  const rows = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => chatRow(`${prefix}-${i}`, `${prefix} ${i}`))
+  const newAccount = async () => {
+    const id = `t-${Math.random().toString(36).slice(2, 10)}`
+    await api.admin("POST", "/admin/v1/accounts", { id, tier: "internal" })
+    return client(sluice.url, (await api.admin("POST", `/admin/v1/accounts/${id}/keys`, {})).body.key)
+  }
+
+  it("a small batch submitted after a large one finishes while the large one is still mostly queued", async () => {
+    const big = await api.call("POST", "/v1/batches", { requests: rows("big", 300) })
+    const small = await api.call("POST", "/v1/batches", { requests: rows("small", 4) })
+    const done = await api.waitFinal(small.body.id)
+    expect(done.status).toBe("completed")
+    const bigNow = (await api.call("GET", `/v1/batches/${big.body.id}`)).body
+    expect(bigNow.request_counts.completed).toBeLessThan(60)
+    await api.call("POST", `/v1/batches/${big.body.id}/cancel`)
+    await api.waitFinal(big.body.id)
+  })
+
+  it("an account with three batches gets the share of an account with one, not three times it", async () => {
+    const many = await newAccount()
+    const one = await newAccount()
+    const manyIds: Array<string> = []
+    for (const b of ["a", "b", "c"]) manyIds.push((await many.call("POST", "/v1/batches", { requests: rows(b, 60) })).body.id)
+    const oneId = (await one.call("POST", "/v1/batches", { requests: rows("solo", 60) })).body.id
+    await one.waitFinal(oneId)
+    const done = await Promise.all(manyIds.map(async (id) => (await many.call("GET", `/v1/batches/${id}`)).body.request_counts.completed))
+    const manyCompleted = done.reduce((a, b) => a + b, 0)
+    // Turns by account: while the single batch ran its 60 rows, the other account ran about as many
+    // in all (its three batches sharing its turns), not about three times as many.
+    expect(manyCompleted).toBeLessThanOrEqual(60 + 10)
+    expect(manyCompleted).toBeGreaterThanOrEqual(60 - 10)
+    for (const id of manyIds) await many.call("POST", `/v1/batches/${id}/cancel`)
+  })
+})
