@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import { type BatchState, evolve, initialState, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
-import { batchMsgId, batchSubject, oneBatch } from "../domain/batch/subjects.js"
+import { batchMsgId, batchSubject } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, type WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -151,6 +151,3 @@ export const Live = Layer.effect(
     return { create, execute, now: clock.currentTimeMillis, rowPhase: phaseOf }
   }),
 )
-
-export const purgeBatch = (batchId: string) =>
-  Effect.flatMap(EventLog, (log) => log.purge(oneBatch(batchId)))

@@ -47,6 +47,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
   const usage = usageProjection(db)
+  const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
      ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
@@ -89,7 +90,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
   return db.transaction((messages: ReadonlyArray<LogMessage>) => {
     const skipped: Array<number> = []
     // Reading resumes before a multi-part message's first part, so messages already applied come again.
-    const applied = appliedOffset(db)
+    const applied = (readApplied.get() as { seq: number | null }).seq ?? 0
     for (const message of messages) {
       if (message.seq <= applied) continue
       try {
