@@ -59,10 +59,28 @@ describe("the seed's Errors table", () => {
       await refusedCreate([1, 2], 400, /not a batch/)
       await refusedCreate({ prompts: [] }, 400, /not a batch/)
     })
-    it("a request is invalid (no messages)", async () => {
+    it("a request is invalid (neither messages nor input)", async () => {
       const row = { custom_id: "q-1", body: { model: "glm-5.3-flash" } }
-      const answer = await refusedCreate({ requests: [chatRow("q-0", "hi"), row] }, 400, /^requests\[1\] \(custom_id 'q-1'\): /)
-      expect(answer.body.error.param).toBe("requests[1].body.messages")
+      const answer = await refusedCreate(
+        { requests: [chatRow("q-0", "hi"), row] },
+        400,
+        "requests[1] (custom_id 'q-1'): body must include a non-empty messages list or Responses API input",
+      )
+      expect(answer.body.error.param).toBe("requests[1].body")
+    })
+    it("a request asks for background", async () => {
+      const row = { custom_id: "q-1", body: { model: "glm-5.3-flash", input: "hi", background: true } }
+      const answer = await refusedCreate(
+        { requests: [chatRow("q-0", "hi"), row] },
+        400,
+        "requests[1] (custom_id 'q-1'): background is not supported in batch request bodies",
+      )
+      expect(answer.body.error.param).toBe("requests[1].body.background")
+    })
+    it("a Responses row carries an item a batch cannot run", async () => {
+      const row = { custom_id: "q-1", body: { model: "glm-5.3-flash", input: [{ type: "web_search_call", id: "ws" }] } }
+      const answer = await refusedCreate({ requests: [row] }, 400, /^requests\[0\] \(custom_id 'q-1'\): 'body.input\[0\]' is a 'web_search_call' item/)
+      expect(answer.body.error.param).toBe("requests[0].body.input[0].type")
     })
     it("a request streams", () =>
       refusedCreate({ requests: [chatRow("q-1", "hi", "glm-5.3-flash", { stream: true })] }, 400, /^requests\[0\] \(custom_id 'q-1'\): .*stream/))

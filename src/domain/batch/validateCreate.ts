@@ -1,6 +1,7 @@
 import { Either, Schema } from "effect"
 import { type CreateLimits, createLimits } from "./createLimits.js"
 import { CreateMessage as M, rowMessage } from "./createMessages.js"
+import { BodyRejection, normalizeRowBody } from "./responsesBody.js"
 
 export interface ModelAccess {
   /** True when the model exists in the catalog and the account may use it; the validator reports both failures alike. */
@@ -90,8 +91,10 @@ const validateRow = (
   const url = request["url"]
   if (url !== undefined && url !== "/v1/chat/completions") return named(i, customId, M.urlNotChatCompletions, "url")
 
-  const body = request["body"]
-  if (!isObject(body)) return named(i, customId, M.bodyNotAnObject, "body")
+  const sent = request["body"]
+  if (!isObject(sent)) return named(i, customId, M.bodyNotAnObject, "body")
+  const body = normalizeRowBody(sent)
+  if (body instanceof BodyRejection) return named(i, customId, body.detail, `body${body.param}`)
   const model = body["model"]
   if (typeof model !== "string") return named(i, customId, M.modelNotAString, "body.model")
   if (isAutoModel(model)) return named(i, customId, M.autoModel(model), "body.model")

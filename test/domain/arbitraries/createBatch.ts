@@ -1,5 +1,6 @@
 import fc from "fast-check"
 import { CreateMessage as M } from "../../../src/domain/batch/createMessages.js"
+import { ResponsesMessage as R } from "../../../src/domain/batch/responsesBody.js"
 import type { ModelAccess } from "../../../src/domain/batch/validateCreate.js"
 
 export const catalogModels = ["glm-5.3-flash", "qwen3.6-35b", "llama-4-scout"] as const
@@ -88,7 +89,10 @@ export const corruptions: ReadonlyArray<Corruption> = [
   { name: "model auto", apply: (r) => withBody(r, { model: "auto" }), keepsCustomId: true, param: ".body.model", detail: M.autoModel("auto") },
   { name: "model auto-tier", apply: (r) => withBody(r, { model: "auto-fast" }), keepsCustomId: true, param: ".body.model", detail: M.autoModel("auto-fast") },
   { name: "model unknown", apply: (r) => withBody(r, { model: "no-such-model" }), keepsCustomId: true, param: ".body.model", detail: M.modelNotFound("no-such-model") },
-  { name: "messages missing", apply: (r) => ({ ...r, body: without(r["body"] as Obj, "messages") }), keepsCustomId: true, param: ".body.messages", detail: M.messagesNotANonEmptyArray },
+  { name: "messages missing", apply: (r) => ({ ...r, body: without(r["body"] as Obj, "messages") }), keepsCustomId: true, param: ".body", detail: R.noMessagesNorInput },
+  { name: "background requested", apply: (r) => withBody(r, { background: true }), keepsCustomId: true, param: ".body.background", detail: R.background },
+  { name: "messages and input", apply: (r) => withBody(r, { input: "hi" }), keepsCustomId: true, param: ".body.input", detail: R.messagesAndInput },
+  { name: "input empty", apply: (r) => ({ ...r, body: { ...without(r["body"] as Obj, "messages"), input: [] } }), keepsCustomId: true, param: ".body.input", detail: R.inputNotTextOrList },
   { name: "messages empty", apply: (r) => withBody(r, { messages: [] }), keepsCustomId: true, param: ".body.messages", detail: M.messagesNotANonEmptyArray },
   { name: "messages a string", apply: (r) => withBody(r, { messages: "hi" }), keepsCustomId: true, param: ".body.messages", detail: M.messagesNotANonEmptyArray },
   { name: "message without role", apply: (r) => withBody(r, { messages: [{ content: "hi" }] }), keepsCustomId: true, param: ".body.messages[0]", detail: M.messageWithoutRole(0) },
