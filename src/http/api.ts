@@ -1,4 +1,4 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { JSONSchema, Schema } from "effect"
 import { BatchDeleted, BatchList, BatchObject, CreateBatchPayload, ResultsPage } from "../domain/api/index.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
@@ -8,6 +8,25 @@ const BatchPath = Schema.Struct({ batch_id: Schema.String })
 const PageParams = Schema.Struct({
   limit: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
   after: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+})
+
+const EventsParams = Schema.Struct({
+  last_event_id: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+})
+const EventsHeaders = Schema.Struct({ "last-event-id": Schema.optional(Schema.String) })
+
+const ResultLines = HttpApiSchema.Text({ contentType: "application/x-ndjson" }).annotations({
+  description:
+    "Every result line of the batch in submission order, one JSON object per line, each ending in a newline: " +
+    "the same objects as the `data` of the results pages. Streamed as it is read.",
+})
+const BatchEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
+  description:
+    "Server-Sent Events: the batch's events so far, then live ones until the batch is done (closed and every row " +
+    "settled) or deleted, when the response ends. Each has `id` (the cursor to resume from), `event` (the event " +
+    "type) and `data` (the event as JSON; `rows_added` without request bodies, `row_completed`, `row_failed` and " +
+    "`row_cancelled` with the row's `custom_id`). A comment `: keepalive` is sent after 15 s without events. " +
+    "Resume with the `Last-Event-ID` header or the `last_event_id` query parameter.",
 })
 
 /** Bodies are read and validated by the handlers (size limit, seed messages); this only documents them. */
@@ -34,6 +53,15 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       .setPath(BatchPath)
       .setUrlParams(PageParams)
       .addSuccess(ResultsPage)
+      .addError(BadRequest),
+  )
+  .add(HttpApiEndpoint.get("resultsJsonl", "/v1/batches/:batch_id/results.jsonl").setPath(BatchPath).addSuccess(ResultLines))
+  .add(
+    HttpApiEndpoint.get("events", "/v1/batches/:batch_id/events")
+      .setPath(BatchPath)
+      .setUrlParams(EventsParams)
+      .setHeaders(EventsHeaders)
+      .addSuccess(BatchEventStream)
       .addError(BadRequest),
   )
   .add(HttpApiEndpoint.post("cancel", "/v1/batches/:batch_id/cancel").setPath(BatchPath).addSuccess(BatchObject))

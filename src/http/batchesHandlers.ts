@@ -4,6 +4,7 @@ import { BatchWriter } from "../actors/BatchWriter.js"
 import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
 import { validateCreateBatch } from "../domain/batch/validateCreate.js"
+import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -12,8 +13,11 @@ import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
 import { badRequest, batchNotFound, conflict, unavailable } from "./errors.js"
+import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
+import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { parseAfter, parseLimit } from "./pageParams.js"
-import { respondJson, respondJsonText } from "./respond.js"
+import { type ApiError, respondJson, respondJsonText } from "./respond.js"
+import { resultsJsonlResponse } from "./resultsJsonl.js"
 import { HttpSettings } from "./settings.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
 
@@ -28,6 +32,9 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const catalog = yield* ModelCatalog
     const deleteBatch = yield* makeDeleteBatch
     const settings = yield* HttpSettings
+    const log = yield* EventLog
+    const eventSources = { log, projector, batches, results, closing: yield* EventStreamsClosing }
+    const answerError = (error: ApiError) => respondJson(Effect.fail(error))
     const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
 
     const owned = (accountId: string, batchId: string) => {
@@ -120,6 +127,22 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           }
           return results.pageJson(path.batch_id, from, limit)
         })),
+      )
+      .handleRaw("resultsJsonl", ({ path }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* owned(caller.account.id, path.batch_id)
+          return resultsJsonlResponse(results, path.batch_id)
+        }).pipe(Effect.catchAll(answerError)),
+      )
+      .handleRaw("events", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* owned(caller.account.id, path.batch_id)
+          const after = yield* requestedCursor(urlParams.last_event_id)
+          yield* log.lastSeq.pipe(Effect.mapError(logDown))
+          return batchEventsResponse(eventSources, path.batch_id, after)
+        }).pipe(Effect.catchAll(answerError)),
       )
       .handleRaw("cancel", ({ path }) =>
         respondJson(Effect.gen(function* () {

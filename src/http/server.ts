@@ -1,12 +1,13 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Exit, FiberId, Layer } from "effect"
 import { createServer } from "node:http"
 import { InteractiveAccounting } from "../actors/interactiveAccounting.js"
 import { AdminLive } from "./adminHandlers.js"
 import { SluiceApi } from "./api.js"
 import { BatchesLive } from "./batchesHandlers.js"
 import { ChatLive } from "./chatHandlers.js"
+import { EventStreamsClosing } from "./eventsStreamClosing.js"
 
 const envelope = (status: number, message: string, type: string, code: string) =>
   HttpServerResponse.unsafeJson({ error: { message, type, param: null, code } }, { status })
@@ -40,12 +41,14 @@ const SHUTDOWN_GRACE_MS = 10_000
 
 export const serverLayer = (options: { readonly port: number; readonly host: string }) => {
   const server = createServer()
+  const streamsClosing = Deferred.unsafeMake<void>(FiberId.none)
   // Released before the server's own close, which waits for every open connection with no limit:
-  // idle keep-alive connections go at once, and a client that never finishes its request is cut
-  // off after a grace period, so a shutdown always ends.
+  // event streams end and idle keep-alive connections go at once, and a client that never finishes
+  // its request is cut off after a grace period, so a shutdown always ends.
   const boundedClose = Layer.scopedDiscard(
     Effect.addFinalizer(() =>
       Effect.sync(() => {
+        Deferred.unsafeDone(streamsClosing, Exit.void)
         server.closeIdleConnections()
         setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref()
       }),
@@ -55,7 +58,7 @@ export const serverLayer = (options: { readonly port: number; readonly host: str
     Layer.provideMerge(
       HttpApiBuilder.serve(errorEnvelopes).pipe(
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-        Layer.provide(ApiLive),
+        Layer.provide(ApiLive.pipe(Layer.provide(Layer.succeed(EventStreamsClosing, streamsClosing)))),
         Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host })),
       ),
     ),

@@ -28,6 +28,10 @@ export const resultReads = (db: Database.Database) => {
     ),
     pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
     body: db.prepare(`SELECT body FROM inputs WHERE batch_id = ? AND idx = ?`),
+    customId: db.prepare<[string, number], string>(`SELECT custom_id FROM results WHERE batch_id = ? AND idx = ?`).pluck(),
+    unsettled: db
+      .prepare<[string], number>(`SELECT EXISTS (SELECT 1 FROM results WHERE batch_id = ? AND status IN ('queued', 'running'))`)
+      .pluck(),
   }
   return {
     /** A results page as the JSON text the API answers. */
@@ -41,6 +45,23 @@ export const resultReads = (db: Database.Database) => {
         first === undefined ? "null" : `"${resultId(first.idx)}"`
       },"last_id":${last === undefined ? "null" : `"${resultId(last.idx)}"`}}`
     },
+    /**
+     * Result lines from `fromIdx` as JSON Lines text, each ending in a newline: at most `maxRows`
+     * rows, and fewer once `maxChars` is reached, so large responses never pile up in one page.
+     * `next` is where the following page starts, undefined after the last row.
+     */
+    linesJsonl: (batchId: string, fromIdx: number, maxRows: number, maxChars: number) => {
+      let text = ""
+      let count = 0
+      for (const row of s.page.iterate(batchId, fromIdx, maxRows) as IterableIterator<ResultRow>) {
+        text += `${line(row)}\n`
+        if (++count >= maxRows || text.length >= maxChars) return { text, next: row.idx + 1 }
+      }
+      return { text, next: undefined }
+    },
+    customId: (batchId: string, idx: number) => s.customId.get(batchId, idx),
+    /** Whether any row is still queued or running. */
+    unsettled: (batchId: string) => s.unsettled.get(batchId) === 1,
     /** Rows that still need a slot: read once per batch when it is enqueued, never on the dispatch path. */
     pending: (batchId: string) => s.pending.all(batchId) as Array<{ idx: number; model: string; status: "queued" | "running" }>,
     body: (batchId: string, idx: number) => (s.body.get(batchId, idx) as { body: string } | undefined)?.body,

@@ -239,6 +239,8 @@ describe("the seed's Errors table", () => {
         "GET /v1/batches",
         "GET /v1/batches/{batch_id}",
         "GET /v1/batches/{batch_id}/results",
+        "GET /v1/batches/{batch_id}/results.jsonl",
+        "GET /v1/batches/{batch_id}/events",
         "POST /v1/batches/{batch_id}/cancel",
         "DELETE /v1/batches/{batch_id}",
         "POST /admin/v1/accounts",
