@@ -1,9 +1,10 @@
 import { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
+import { MAX_BODY_BYTES } from "../domain/batch/createLimits.js"
 import { badRequest, payloadTooLarge } from "./errors.js"
 
-export const MAX_BODY_BYTES = 32 * 1024 * 1024
+export { MAX_BODY_BYTES }
 
 class TooLarge {}
 

@@ -1,3 +1,6 @@
+/** The largest request body the API reads (a create body is refused with 413 beyond it). */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024
+
 export interface CreateLimits {
   readonly maxRequests: number
   readonly maxCustomIdLength: number

@@ -1,0 +1,194 @@
+import { Either } from "effect"
+import {
+  type BatchDeleted,
+  type BatchList,
+  type BatchObject,
+  FinalBatchStatuses,
+  type ResultLine,
+  type ResultsPage,
+} from "../domain/api/index.js"
+import type { BatchFileRow } from "../domain/jsonl/batchFileLines.js"
+import { type SplitLimits, splitBatches } from "../domain/jsonl/splitBatches.js"
+import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js"
+import { type BatchInput, readBatchRows } from "./batchInput.js"
+import { createBody, envelopeBytes, serverBatchLimits } from "./batchLimits.js"
+import type { BatchStreamEvent } from "./batchStreamEvent.js"
+import { BatchInputError, PartialSubmitError, WaitTimeoutError } from "./errors.js"
+import { followEventStream, type FollowOptions } from "./eventStream.js"
+import { saveJsonl } from "./jsonlDownload.js"
+import { sleep, Transport } from "./transport.js"
+
+export type Batch = BatchObject
+
+export const defaultBaseUrl = "http://127.0.0.1:8080/v1"
+
+export interface SluiceClientOptions {
+  /** Default: `SLUICE_API_KEY`. */
+  readonly apiKey?: string
+  /** The API's base URL, ending in `/v1`. Default: `SLUICE_BASE_URL`, else http://127.0.0.1:8080/v1. */
+  readonly baseUrl?: string
+  /**
+   * Retries of a call answered 429 or 5xx, or whose connection failed; default 5. A create is
+   * retried only after a 429, a 503 or a refused connection, when nothing can have been stored.
+   */
+  readonly maxRetries?: number
+  /** The first retry's delay before jitter, doubling each retry; default 500 ms. */
+  readonly retryBaseDelayMs?: number
+  readonly fetch?: typeof fetch
+  /** The most rows and bytes of one create call; default the server's own limits. */
+  readonly batchLimits?: Partial<SplitLimits>
+}
+
+export interface WaitOptions {
+  /** ms between polls; default 5000. */
+  readonly pollInterval?: number
+  /** ms to wait in all before throwing WaitTimeoutError; default 30000. */
+  readonly timeout?: number
+  readonly onProgress?: (batch: Batch) => void
+  readonly signal?: AbortSignal
+}
+
+const batchPath = (id: string) => `/batches/${encodeURIComponent(id)}`
+
+export const retryPolicyOf = (options: { readonly maxRetries?: number; readonly retryBaseDelayMs?: number }): RetryPolicy => ({
+  ...defaultRetryPolicy,
+  ...(options.maxRetries === undefined ? {} : { maxRetries: options.maxRetries }),
+  ...(options.retryBaseDelayMs === undefined ? {} : { baseDelayMs: options.retryBaseDelayMs }),
+})
+
+export const trimSlash = (url: string) => url.replace(/\/+$/, "")
+
+/** A client of one Sluice server's batch API, authenticated by one API key. */
+export class SluiceClient {
+  private readonly transport: Transport
+  private readonly retry: RetryPolicy
+  private readonly limits: SplitLimits
+
+  constructor(options: SluiceClientOptions = {}) {
+    const apiKey = options.apiKey ?? process.env["SLUICE_API_KEY"]
+    if (apiKey === undefined || apiKey === "") {
+      throw new Error("SluiceClient needs an API key: pass { apiKey } or set SLUICE_API_KEY")
+    }
+    this.retry = retryPolicyOf(options)
+    this.limits = { ...serverBatchLimits, ...options.batchLimits }
+    this.transport = new Transport({
+      baseUrl: trimSlash(options.baseUrl ?? process.env["SLUICE_BASE_URL"] ?? defaultBaseUrl),
+      token: apiKey,
+      retry: this.retry,
+      fetch: options.fetch ?? globalThis.fetch,
+    })
+  }
+
+  /** Submits the rows as one batch; throws BatchInputError if they need more than one (use `submitBatches`). */
+  async submitBatch(input: BatchInput): Promise<Batch> {
+    const parts = await this.parts(input)
+    const [only] = parts
+    if (only === undefined || parts.length > 1) {
+      const rows = parts.reduce((n, part) => n + part.length, 0)
+      throw new BatchInputError(
+        `The ${rows} rows need ${parts.length} batches (at most ${this.limits.maxRows} rows and ${this.limits.maxBodyBytes} bytes each); use submitBatches to submit them as several`,
+      )
+    }
+    return this.create(only, input.metadata)
+  }
+
+  /** Submits the rows as as few batches as the create limits allow, in order. */
+  async submitBatches(input: BatchInput): Promise<ReadonlyArray<Batch>> {
+    const parts = await this.parts(input)
+    const created: Array<Batch> = []
+    for (const part of parts) {
+      try {
+        created.push(await this.create(part, input.metadata))
+      } catch (error) {
+        if (created.length === 0) throw error
+        throw new PartialSubmitError(created, parts.length, error)
+      }
+    }
+    return created
+  }
+
+  getBatch(id: string): Promise<Batch> {
+    return this.transport.json<Batch>("GET", batchPath(id))
+  }
+
+  /** Polls the batch until its status is final (completed, failed, expired or cancelled). */
+  async waitForCompletion(id: string, options: WaitOptions = {}): Promise<Batch> {
+    const pollInterval = options.pollInterval ?? 5_000
+    const timeout = options.timeout ?? 30_000
+    const deadline = Date.now() + timeout
+    for (;;) {
+      const batch = await this.transport.json<Batch>("GET", batchPath(id), { signal: options.signal })
+      options.onProgress?.(batch)
+      if (FinalBatchStatuses.has(batch.status)) return batch
+      const left = deadline - Date.now()
+      if (left <= 0) throw new WaitTimeoutError(batch, timeout)
+      await sleep(Math.min(pollInterval, left), options.signal)
+    }
+  }
+
+  /** Every result line of the batch, in submission order, a page at a time. */
+  async *results(id: string, options: { readonly pageSize?: number } = {}): AsyncIterableIterator<ResultLine> {
+    let after: string | undefined
+    for (;;) {
+      const page = await this.transport.json<ResultsPage>("GET", `${batchPath(id)}/results`, {
+        query: { limit: options.pageSize ?? 1000, after },
+      })
+      yield* page.data
+      if (!page.has_more || page.last_id === null) return
+      after = page.last_id
+    }
+  }
+
+  /** Streams `GET /v1/batches/{id}/results.jsonl` to `out` through a temporary file, renamed into place when whole. */
+  async downloadResultsJsonl(id: string, options: { readonly out: string }): Promise<{ lines: number; bytes: number }> {
+    const response = await this.transport.send("GET", `${batchPath(id)}/results.jsonl`, {
+      headers: { accept: "application/x-ndjson" },
+    })
+    return saveJsonl(response, options.out)
+  }
+
+  /**
+   * The batch's events as they happen (`GET /v1/batches/{id}/events`), from after `lastEventId` if
+   * given. A dropped connection is resumed with `Last-Event-ID`; the iteration ends when the server
+   * ends the stream, once the batch is done.
+   */
+  streamEvents(id: string, options: FollowOptions = {}): AsyncIterableIterator<BatchStreamEvent> {
+    const path = `${batchPath(id)}/events`
+    const connect = (lastEventId: string | undefined) =>
+      this.transport.send("GET", path, {
+        headers: { accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) },
+        signal: options.signal,
+      })
+    return followEventStream(connect, this.transport.url(path), this.retry, options)
+  }
+
+  cancel(id: string): Promise<Batch> {
+    return this.transport.json<Batch>("POST", `${batchPath(id)}/cancel`)
+  }
+
+  delete(id: string): Promise<BatchDeleted> {
+    return this.transport.json<BatchDeleted>("DELETE", batchPath(id))
+  }
+
+  /** Every batch of this key's account, newest first, a page of `limit` at a time. */
+  async *list(options: { readonly limit?: number } = {}): AsyncIterableIterator<Batch> {
+    let after: string | undefined
+    for (;;) {
+      const page = await this.transport.json<BatchList>("GET", "/batches", { query: { limit: options.limit ?? 100, after } })
+      yield* page.data
+      if (!page.has_more || page.last_id === null) return
+      after = page.last_id
+    }
+  }
+
+  private async parts(input: BatchInput): Promise<ReadonlyArray<ReadonlyArray<BatchFileRow>>> {
+    const rows = await readBatchRows(input)
+    const split = splitBatches(rows, { ...this.limits, envelopeBytes: envelopeBytes(input.metadata) })
+    if (Either.isLeft(split)) throw new BatchInputError(split.left.message)
+    return split.right
+  }
+
+  private create(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<Batch> {
+    return this.transport.json<Batch>("POST", "/batches", { body: createBody(rows, metadata), mode: "create" })
+  }
+}
