@@ -1,0 +1,128 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { Effect, Option } from "effect"
+import { SluiceAdmin } from "../sdk/index.js"
+import { loadCredentials } from "./credentials.js"
+import { fail, sdk } from "./failure.js"
+import { out } from "./output.js"
+
+const adminToken = Options.text("admin-token").pipe(
+  Options.withDescription("The server's SLUICE_ADMIN_TOKEN (default: that environment variable)"),
+  Options.optional,
+)
+
+const adminClient = (token: Option.Option<string>) =>
+  Effect.suspend(() => {
+    const adminToken = Option.getOrUndefined(token) ?? process.env["SLUICE_ADMIN_TOKEN"]
+    if (adminToken === undefined || adminToken === "") return fail("No admin token: pass --admin-token or set SLUICE_ADMIN_TOKEN")
+    return Effect.succeed(new SluiceAdmin({ adminToken, baseUrl: loadCredentials().baseUrl }))
+  })
+
+const limit = (name: string, description: string) =>
+  Options.text(name).pipe(Options.withDescription(`${description}; "none" for no limit`), Options.optional)
+
+/** `none` clears a limit (null); a number sets it. */
+const parseLimit = (name: string, text: Option.Option<string>) =>
+  Option.match(text, {
+    onNone: () => Effect.succeed({}),
+    onSome: (t) => {
+      if (t === "none") return Effect.succeed({ [name]: null })
+      const n = Number(t)
+      return t.trim() !== "" && Number.isFinite(n) ? Effect.succeed({ [name]: n }) : fail(`--${name.replaceAll("_", "-")} takes a number or "none", not '${t}'`)
+    },
+  })
+
+const settings = {
+  tier: Options.choice("tier", ["internal", "standard"]).pipe(
+    Options.withDescription("internal accounts may create batches"),
+    Options.optional,
+  ),
+  dailyQuotaUsd: limit("daily-quota-usd", "USD per UTC day"),
+  concurrency: limit("concurrency", "Requests at once, batch rows and interactive together"),
+  models: Options.text("models").pipe(
+    Options.withDescription('Comma-separated model ids the account may use; "all" for every model'),
+    Options.optional,
+  ),
+}
+
+type Settings = {
+  readonly tier: Option.Option<"internal" | "standard">
+  readonly dailyQuotaUsd: Option.Option<string>
+  readonly concurrency: Option.Option<string>
+  readonly models: Option.Option<string>
+}
+
+const payload = (s: Settings) =>
+  Effect.gen(function* () {
+    const quota = yield* parseLimit("daily_quota_usd", s.dailyQuotaUsd)
+    const concurrency = yield* parseLimit("concurrency", s.concurrency)
+    return {
+      ...Option.match(s.tier, { onNone: () => ({}), onSome: (tier) => ({ tier }) }),
+      ...quota,
+      ...concurrency,
+      ...Option.match(s.models, {
+        onNone: () => ({}),
+        onSome: (models) => ({ models: models === "all" ? null : models.split(",").map((m) => m.trim()).filter((m) => m !== "") }),
+      }),
+    }
+  })
+
+const createAccount = Command.make(
+  "create",
+  { adminToken, id: Options.text("id").pipe(Options.withDescription("The account id: letters, digits, _ and -")), ...settings },
+  ({ adminToken, id, ...s }) =>
+    Effect.gen(function* () {
+      const admin = yield* adminClient(adminToken)
+      const settings = yield* payload(s)
+      yield* out(JSON.stringify(yield* sdk(() => admin.accounts.create({ id, ...settings }))))
+    }),
+).pipe(Command.withDescription("Create an account"))
+
+const updateAccount = Command.make(
+  "update",
+  {
+    adminToken,
+    id: Options.text("id"),
+    status: Options.choice("status", ["active", "suspended", "deleted"]).pipe(
+      Options.withDescription("suspended: its keys answer 401; deleted ends the account"),
+      Options.optional,
+    ),
+    ...settings,
+  },
+  ({ adminToken, id, status, ...s }) =>
+    Effect.gen(function* () {
+      const admin = yield* adminClient(adminToken)
+      const patch = { ...(yield* payload(s)), ...Option.match(status, { onNone: () => ({}), onSome: (status) => ({ status }) }) }
+      yield* out(JSON.stringify(yield* sdk(() => admin.accounts.update(id, patch))))
+    }),
+).pipe(Command.withDescription("Change an account's tier, limits, models or status"))
+
+const createKey = Command.make(
+  "create",
+  {
+    adminToken,
+    accountId: Options.text("account-id"),
+    expiresAt: Options.integer("expires-at").pipe(Options.withDescription("Unix seconds"), Options.optional),
+  },
+  ({ adminToken, accountId, expiresAt }) =>
+    Effect.gen(function* () {
+      const admin = yield* adminClient(adminToken)
+      const input = Option.match(expiresAt, { onNone: () => ({}), onSome: (expires_at) => ({ expires_at }) })
+      yield* out(JSON.stringify(yield* sdk(() => admin.keys.create(accountId, input))))
+    }),
+).pipe(Command.withDescription("Create a key; its secret is printed once"))
+
+const revokeKey = Command.make("revoke", { adminToken, keyId: Options.text("key-id") }, ({ adminToken, keyId }) =>
+  Effect.gen(function* () {
+    const admin = yield* adminClient(adminToken)
+    yield* out(JSON.stringify(yield* sdk(() => admin.keys.revoke(keyId))))
+  }),
+).pipe(Command.withDescription("Revoke a key: calls made with it answer 401 from then on"))
+
+export const adminCommand = Command.make("admin").pipe(
+  Command.withDescription("Accounts and keys, over the admin API"),
+  Command.withSubcommands([
+    Command.make("account").pipe(Command.withSubcommands([createAccount, updateAccount])),
+    Command.make("key").pipe(Command.withSubcommands([createKey, revokeKey])),
+  ]),
+)

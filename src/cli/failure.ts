@@ -1,0 +1,29 @@
+import { Data, Effect } from "effect"
+import { SluiceApiError } from "../sdk/index.js"
+
+/** Exit codes of `sluice batch wait`, one per way a batch can end; README's CLI section lists them. */
+export const ExitCode = {
+  ok: 0,
+  error: 1,
+  failed: 3,
+  expired: 4,
+  cancelled: 5,
+  timedOut: 124,
+} as const
+
+export class CliFailure extends Data.TaggedError("CliFailure")<{
+  readonly message: string
+  readonly exitCode: number
+}> {}
+
+const describe = (error: unknown): string => {
+  if (error instanceof SluiceApiError) return `${error.status}: ${error.message}`
+  if (error instanceof Error) return error.message
+  return String(error)
+}
+
+/** Runs an SDK call; whatever it throws becomes the message the CLI prints. */
+export const sdk = <A>(call: () => Promise<A>, exitCode: number = ExitCode.error): Effect.Effect<A, CliFailure> =>
+  Effect.tryPromise({ try: call, catch: (error) => new CliFailure({ message: describe(error), exitCode }) })
+
+export const fail = (message: string, exitCode: number = ExitCode.error) => Effect.fail(new CliFailure({ message, exitCode }))

@@ -1,0 +1,48 @@
+export interface ProgressView {
+  readonly id: string
+  readonly status: string
+  readonly total: number
+  readonly completed: number
+  readonly failed: number
+}
+
+export interface Sample {
+  readonly atMs: number
+  readonly done: number
+}
+
+const BAR_WIDTH = 24
+
+const duration = (seconds: number): string => {
+  if (!Number.isFinite(seconds)) return "?"
+  const s = Math.round(seconds)
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
+}
+
+/** Rows per second since the first sample, and the time left at that rate. */
+export const pace = (first: Sample, latest: Sample, total: number) => {
+  const seconds = (latest.atMs - first.atMs) / 1000
+  const rate = seconds > 0 ? (latest.done - first.done) / seconds : 0
+  const eta = rate > 0 ? (total - latest.done) / rate : Number.POSITIVE_INFINITY
+  return { rate, eta }
+}
+
+export const progressText = (view: ProgressView, first: Sample, latest: Sample): string => {
+  const done = view.completed + view.failed
+  const { rate, eta } = pace(first, latest, view.total)
+  const rateText = `${rate.toFixed(1)} rows/s`
+  return `${done}/${view.total} done, ${view.failed} failed, ${rateText}, ETA ${done >= view.total ? "0s" : duration(eta)}`
+}
+
+/** One line for a terminal, redrawn in place: a bar, the counts, the rate and the time left. */
+export const progressBar = (view: ProgressView, first: Sample, latest: Sample): string => {
+  const done = view.completed + view.failed
+  const filled = view.total === 0 ? BAR_WIDTH : Math.min(BAR_WIDTH, Math.floor((done / view.total) * BAR_WIDTH))
+  return `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${progressText(view, first, latest)} (${view.status})`
+}
+
+/** A plain line for logs and pipes, printed when something changed. */
+export const progressLogLine = (view: ProgressView, first: Sample, latest: Sample): string =>
+  `${view.id} ${view.status}: ${progressText(view, first, latest)}`
