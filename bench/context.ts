@@ -1,0 +1,162 @@
+import { MODELS, type Sim, type Sluice, freePort, simUrl, startNats, startSim, startSluice } from "./processes.js"
+import { type SluiceApi, sluiceApi } from "./sluiceApi.js"
+
+/** Every size the scenarios use; `--quick` shrinks them so the whole run is a smoke check. */
+export interface Sizes {
+  readonly trials: number
+  readonly slots: number
+  readonly latencyMs: number
+  readonly b1Rows: number
+  readonly b1Bytes: number
+  readonly throughputRows: number
+  readonly b4BigRows: number
+  readonly b4SmallRows: number
+  readonly b4DelayMs: number
+  readonly b5Pages: number
+  readonly b5Lists: number
+  readonly b6Batches: number
+  /** Fewer on the NATS log: writing and reading 1M events through JetStream takes minutes. */
+  readonly b6NatsBatches: number
+  readonly b6RowsPerBatch: number
+  readonly b7Batches: number
+  readonly b7Rows: number
+  readonly b7SettleMs: number
+}
+
+const MiB = 1024 * 1024
+
+export const FULL: Sizes = {
+  trials: 3,
+  slots: 64,
+  latencyMs: 50,
+  b1Rows: 50_000,
+  // "About 32 MiB", under the 32 MiB create limit.
+  b1Bytes: 31.5 * MiB,
+  throughputRows: 20_000,
+  b4BigRows: 20_000,
+  b4SmallRows: 200,
+  b4DelayMs: 1_000,
+  b5Pages: 100,
+  b5Lists: 50,
+  b6Batches: 10,
+  b6NatsBatches: 1,
+  b6RowsPerBatch: 50_000,
+  b7Batches: 10,
+  b7Rows: 50_000,
+  b7SettleMs: 3_000,
+}
+
+export const QUICK: Sizes = {
+  trials: 1,
+  slots: 64,
+  latencyMs: 50,
+  b1Rows: 2_000,
+  b1Bytes: 1.26 * MiB,
+  throughputRows: 2_000,
+  b4BigRows: 5_000,
+  b4SmallRows: 200,
+  b4DelayMs: 1_000,
+  b5Pages: 20,
+  b5Lists: 20,
+  b6Batches: 1,
+  b6NatsBatches: 1,
+  b6RowsPerBatch: 12_500,
+  b7Batches: 2,
+  b7Rows: 5_000,
+  b7SettleMs: 1_000,
+}
+
+export interface Running {
+  readonly sluice: Sluice
+  readonly api: SluiceApi
+}
+
+/** The Sluice processes several scenarios share: started before the first scenario, stopped after the last that uses them. */
+export type SharedSluice = "main" | "nats"
+
+/** Figures one scenario leaves for another measured in the same run. */
+export interface Shared {
+  /** B1's last batch, left to complete for B5. */
+  createdLarge?: { readonly id: string; readonly rows: number }
+  /** B2's Sluice rows/s on the embedded log, per trial, for B8's ratio. */
+  sluiceRowsPerSecond?: ReadonlyArray<number>
+}
+
+export interface Context {
+  readonly quick: boolean
+  readonly sizes: Sizes
+  readonly shared: Shared
+  readonly progress: (line: string) => void
+  /** The simulator process with this latency, started once. */
+  readonly sim: (latencyMs: number) => Promise<Sim>
+  /**
+   * A shared Sluice, started once. `main`, on the embedded log, serves B1–B5: `bench-fast` on the
+   * 0 ms simulator and `bench-slow` on the 50 ms one, `slots` batch slots each. `nats`, on its own
+   * nats-server, serves B2's second half: `bench-fast` only.
+   */
+  readonly sluice: (which: SharedSluice) => Promise<Running>
+  /** Stops a shared Sluice (it would be started again if asked for later). */
+  readonly release: (which: SharedSluice) => Promise<void>
+}
+
+export const makeContext = (quick: boolean, progress: (line: string) => void, trials?: number): Context => {
+  const sizes = { ...(quick ? QUICK : FULL), ...(trials === undefined ? {} : { trials }) }
+  // Ports are chosen first, so a Sluice can start with its catalog while its simulators start.
+  const ports = new Map<number, Promise<number>>()
+  const port = (latencyMs: number) => {
+    let chosen = ports.get(latencyMs)
+    if (chosen === undefined) ports.set(latencyMs, (chosen = freePort()))
+    return chosen
+  }
+  const sims = new Map<number, Promise<Sim>>()
+  const sim = (latencyMs: number) => {
+    let started = sims.get(latencyMs)
+    if (started === undefined) {
+      progress(`starting the simulator (${latencyMs} ms)`)
+      started = port(latencyMs).then((p) => startSim(latencyMs, p))
+      sims.set(latencyMs, started)
+    }
+    return started
+  }
+  const start = async (which: SharedSluice): Promise<Running> => {
+    const fast = { id: MODELS.fast, upstream_url: simUrl(await port(0)), batch_concurrency: sizes.slots }
+    const slow = { id: MODELS.slow, upstream_url: simUrl(await port(sizes.latencyMs)), batch_concurrency: sizes.slots }
+    const nats = which === "nats" ? await startNats() : undefined
+    progress(`starting Sluice (${which === "nats" ? "NATS" : "embedded"} log)`)
+    const [sluice] = await Promise.all([
+      startSluice(nats === undefined ? { models: [fast, slow] } : { models: [fast], natsUrl: nats.url }),
+      sim(0),
+      ...(which === "main" ? [sim(sizes.latencyMs)] : []),
+    ])
+    const api = sluiceApi(sluice.url)
+    return {
+      api,
+      sluice: {
+        ...sluice,
+        stop: async () => {
+          api.close()
+          await sluice.stop()
+          await nats?.stop()
+        },
+      },
+    }
+  }
+  const running = new Map<SharedSluice, Promise<Running>>()
+  return {
+    quick,
+    sizes,
+    shared: {},
+    progress,
+    sim,
+    sluice: (which) => {
+      let started = running.get(which)
+      if (started === undefined) running.set(which, (started = start(which)))
+      return started
+    },
+    release: async (which) => {
+      const started = running.get(which)
+      running.delete(which)
+      if (started !== undefined) await (await started).sluice.stop()
+    },
+  }
+}

@@ -1,0 +1,200 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { type NatsServer, startNatsServer } from "../test/support/natsServer.js"
+import { freePort } from "../test/support/sluice.js"
+
+export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
+export const BENCH_KEY = "sk-bench-bootstrap"
+export const ADMIN_TOKEN = "bench-admin-token"
+
+// Everything started is stopped from here, in reverse order, at the end or on a signal.
+const cleanups: Array<() => Promise<void>> = []
+const onCleanup = (stop: () => Promise<void>) => {
+  cleanups.push(stop)
+  return async () => {
+    const at = cleanups.indexOf(stop)
+    if (at >= 0) cleanups.splice(at, 1)
+    await stop()
+  }
+}
+
+export const cleanupAll = async (): Promise<void> => {
+  while (cleanups.length > 0) await cleanups.pop()!().catch(() => undefined)
+}
+
+export const cleanupOnSignals = (): void => {
+  const handler = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping the processes the benchmark started`)
+    void cleanupAll().finally(() => process.exit(130))
+  }
+  process.once("SIGINT", handler)
+  process.once("SIGTERM", handler)
+}
+
+export const tempDir = (prefix: string): { readonly path: string; readonly remove: () => Promise<void> } => {
+  const path = mkdtempSync(join(tmpdir(), prefix))
+  const remove = onCleanup(async () => rmSync(path, { recursive: true, force: true }))
+  return { path, remove }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const terminate = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    const force = setTimeout(() => child.kill("SIGKILL"), 5_000)
+    child.once("exit", () => {
+      clearTimeout(force)
+      resolve()
+    })
+    child.kill("SIGTERM")
+  })
+
+interface NodeProcess {
+  readonly child: ChildProcess
+  readonly tail: () => string
+}
+
+/** `node --import tsx <args>` from the repository root, its output kept (the last 8 KiB) for error messages. */
+const spawnTsx = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): NodeProcess => {
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8192))
+  child.stdout?.on("data", keep)
+  child.stderr?.on("data", keep)
+  return { child, tail: () => output }
+}
+
+const waitUntilOk = async (url: string, started: NodeProcess, what: string, timeoutMs = 60_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (started.child.exitCode !== null) throw new Error(`${what} exited during start:\n${started.tail()}`)
+    try {
+      if ((await fetch(url)).ok) return
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      started.child.kill("SIGKILL")
+      throw new Error(`${what} did not answer ${url} within ${timeoutMs / 1000} s:\n${started.tail()}`)
+    }
+    await sleep(50)
+  }
+}
+
+export interface Started {
+  readonly pid: number
+  readonly stop: () => Promise<void>
+}
+
+export interface Sim extends Started {
+  /** Base URL ending in /v1. */
+  readonly url: string
+  readonly latencyMs: number
+}
+
+/** The models every benchmark simulator serves: catalog ids equal upstream names, so Sluice forwards bodies unchanged. */
+export const MODELS = { fast: "bench-fast", slow: "bench-slow", queued: "bench-queued" } as const
+
+export { freePort }
+
+export const simUrl = (port: number) => `http://127.0.0.1:${port}/v1`
+
+/** The simulator as its own process (`src/sim/main.ts`), its concurrency far above any slot count here. */
+export const startSim = async (latencyMs: number, port: number): Promise<Sim> => {
+  const started = spawnTsx(
+    ["src/sim/main.ts", "--port", String(port), "--latency-ms", String(latencyMs), "--concurrency", "4096", "--models", Object.values(MODELS).join(",")],
+    { ...process.env },
+  )
+  const stop = onCleanup(() => terminate(started.child))
+  await waitUntilOk(`http://127.0.0.1:${port}/health`, started, `simulator (${latencyMs} ms)`)
+  return { pid: started.child.pid!, url: simUrl(port), latencyMs, stop }
+}
+
+export interface CatalogEntry {
+  readonly id: string
+  readonly upstream_url: string
+  readonly batch_concurrency: number
+}
+
+export interface Sluice extends Started {
+  readonly url: string
+  readonly dataDir: string
+  readonly backend: "embedded" | "nats"
+}
+
+/** Sluice as a user runs it (`node --import tsx src/main.ts`), on a fresh data directory, with the bootstrap key. */
+export const startSluice = async (options: {
+  readonly models: ReadonlyArray<CatalogEntry>
+  readonly natsUrl?: string
+}): Promise<Sluice> => {
+  const dir = tempDir("sluice-bench-")
+  const port = await freePort()
+  const modelsPath = join(dir.path, "models.json")
+  writeFileSync(modelsPath, JSON.stringify({ models: options.models }))
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SLUICE_PORT: String(port),
+    SLUICE_HOST: "127.0.0.1",
+    SLUICE_DATA_DIR: dir.path,
+    SLUICE_MODELS: modelsPath,
+    SLUICE_BOOTSTRAP_KEY: BENCH_KEY,
+    SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+  }
+  for (const name of ["NATS_URL", "SLUICE_TEST_CLOCK", "SLUICE_TEST_CLOCK_PORT", "SLUICE_TEST_CLOCK_START_MS", "SLUICE_MAX_UNFINISHED_BATCHES"]) {
+    delete env[name]
+  }
+  if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
+  const started = spawnTsx(["src/main.ts"], env)
+  const kill = onCleanup(() => terminate(started.child))
+  const url = `http://127.0.0.1:${port}`
+  await waitUntilOk(`${url}/openapi.json`, started, "sluice")
+  return {
+    pid: started.child.pid!,
+    url,
+    dataDir: dir.path,
+    backend: options.natsUrl === undefined ? "embedded" : "nats",
+    stop: async () => {
+      await kill()
+      await dir.remove()
+    },
+  }
+}
+
+export const startNats = async (): Promise<NatsServer> => {
+  const nats = await startNatsServer()
+  const stop = onCleanup(() => nats.stop())
+  return { ...nats, stop }
+}
+
+const statusKb = (pid: number, field: "VmRSS" | "VmHWM"): number | undefined => {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+    return match?.[1] === undefined ? undefined : Number(match[1])
+  } catch {
+    return undefined
+  }
+}
+
+const MB = 1_000_000
+
+export const residentMb = (pid: number): number => ((statusKb(pid, "VmRSS") ?? 0) * 1024) / MB
+
+/** The kernel's record of the process's largest resident set so far. */
+export const highWaterMb = (pid: number): number => ((statusKb(pid, "VmHWM") ?? 0) * 1024) / MB
+
+/** Samples a process's resident set every `everyMs`; `stop` answers the largest sample and the kernel's high-water mark. */
+export const sampleRss = (pid: number, everyMs = 100) => {
+  let peakKb = statusKb(pid, "VmRSS") ?? 0
+  const timer = setInterval(() => (peakKb = Math.max(peakKb, statusKb(pid, "VmRSS") ?? 0)), everyMs)
+  return {
+    stop: () => {
+      clearInterval(timer)
+      peakKb = Math.max(peakKb, statusKb(pid, "VmRSS") ?? 0)
+      return { sampledMb: (peakKb * 1024) / MB, highWaterMb: highWaterMb(pid) }
+    },
+  }
+}
