@@ -9,7 +9,7 @@ import type { BatchWriterShape } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
-import { callUpstream } from "./upstreamCall.js"
+import { makeUpstreamCaller } from "./upstreamCall.js"
 
 export interface ModelActor {
   readonly model: ModelEntry
@@ -37,6 +37,7 @@ export const makeModelActor = (
 ) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
+    const callUpstream = yield* makeUpstreamCaller(model)
     let waiting: Array<Deferred.Deferred<void>> = []
     let running = 0
     let draining = false
@@ -74,7 +75,7 @@ export const makeModelActor = (
 
     const outcomeOf = (attempt: number, body: string) =>
       Effect.gen(function* () {
-        const answer = yield* callUpstream(model, body)
+        const answer = yield* callUpstream(body)
         load.observe(model, answer._tag === "Response" ? answer.status : undefined)
         const classified = classifyUpstream(answer)
         const at = yield* writer.now
@@ -107,13 +108,19 @@ export const makeModelActor = (
     // A row the log could not take (a NATS restart, a publish whose ack was lost) is not dropped: the
     // same command is sent again until the log answers. Deciding it twice gives the same events with
     // the same message ids, which the log stores once.
-    const write = (batchId: string, command: BatchCommand & { readonly row: number }) =>
-      writer.execute(batchId, command).pipe(
+    // The retry is set up only once a write has failed: a retry wrapper costs about 15 µs even when unused.
+    const write = (batchId: string, command: BatchCommand & { readonly row: number }) => {
+      const attempt = writer.execute(batchId, command).pipe(
         Effect.tapErrorTag("LogUnavailable", (e) =>
           Effect.logWarning(`row ${command.row} of ${batchId} waits for the event log: ${e.message}`),
         ),
-        Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
       )
+      return attempt.pipe(
+        Effect.catchTag("LogUnavailable", () =>
+          attempt.pipe(Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" })),
+        ),
+      )
+    }
 
     const runRow = (accountId: string, batchId: string, row: number) =>
       Effect.gen(function* () {
