@@ -52,6 +52,25 @@ const message = (event: BatchEvent): AppendInput => ({
   ...(onceOnlyTypes.has(event.type) ? { expectLastSubjectSeq: 0 } : {}),
 })
 
+const createMessages = (batch: NewBatch, batchId: string, now: number) => {
+  const created: BatchEvent = {
+    type: "batch_created",
+    batch_id: batchId,
+    account_id: batch.accountId,
+    key_id: batch.keyId,
+    created_at: now,
+    expires_at: now + batch.completionWindowMs,
+    completion_window: `${Math.round(batch.completionWindowMs / 3_600_000)}h`,
+    metadata: batch.metadata === null ? null : { ...batch.metadata },
+    total: batch.requests.length,
+    models: [...new Set(batch.requests.map((r) => r.model))],
+  }
+  // The rows go first so that a reader never sees a created batch without its rows.
+  const messages = rowsAddedMessages(batchId, batch.requests)
+  messages.push(message(created))
+  return { created, messages }
+}
+
 export const Live = Layer.effect(
   BatchWriter,
   Effect.gen(function* () {
@@ -123,27 +142,19 @@ export const Live = Layer.effect(
         return { events, seq: Math.max(...written.map((w) => w.seq)) }
       })
 
-    const create = (batch: NewBatch) =>
-      Effect.gen(function* () {
+    const create = (batch: NewBatch) => {
+      // Dropped once serialized: the rows' objects need not stay alive while the log writes their bytes.
+      let rows: NewBatch | undefined = batch
+      return Effect.gen(function* () {
         const now = yield* clock.currentTimeMillis
         const batchId = `batch_${randomUUID().replaceAll("-", "")}`
-        const created: BatchEvent = {
-          type: "batch_created",
-          batch_id: batchId,
-          account_id: batch.accountId,
-          key_id: batch.keyId,
-          created_at: now,
-          expires_at: now + batch.completionWindowMs,
-          completion_window: `${Math.round(batch.completionWindowMs / 3_600_000)}h`,
-          metadata: batch.metadata === null ? null : { ...batch.metadata },
-          total: batch.requests.length,
-          models: [...new Set(batch.requests.map((r) => r.model))],
-        }
-        // The rows go first so that a reader never sees a created batch without its rows.
-        const written = yield* log.append([...rowsAddedMessages(batchId, batch.requests), message(created)])
+        const { created, messages } = createMessages(rows!, batchId, now)
+        rows = undefined
+        const written = yield* log.append(messages)
         live.set(batchId, fresh(evolve(initialState(batchId), created)))
         return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
+    }
 
     const phaseOf = (batchId: string, row: number) =>
       Effect.map(entry(batchId), (current) => rowPhase(current.state, row))

@@ -14,6 +14,7 @@ import { literalPrefix, matchSubject, prefixUpperBound } from "./subjects.js"
 const PAGE_ROWS = 2_000
 const PAGE_BYTES = 8 * 1024 * 1024
 const POLL = Duration.millis(250)
+const CHECKPOINT_EVERY_MS = 1_000
 
 // AUTOINCREMENT: a seq is never reused, even after the newest messages are purged.
 const SCHEMA = `
@@ -36,6 +37,9 @@ const open = (path: string) => {
   try {
     db.pragma("journal_mode = WAL")
     db.pragma("synchronous = NORMAL")
+    // Checkpoints run off the append path (see `checkpointSoon`): an automatic one would copy a large
+    // append into the database file, and sync it, before the appender hears back.
+    db.pragma("wal_autocheckpoint = 0")
     db.pragma("busy_timeout = 5000")
     db.exec(SCHEMA)
     db.function("subject_matches", { deterministic: true }, (filter, subject) =>
@@ -55,6 +59,10 @@ const statements = (db: Database.Database) => {
        ${bounded ? "AND subject >= ? AND subject < ?" : ""}
        AND subject_matches(?, subject) ORDER BY seq`,
     )
+  // ">" matches every subject: no per-row call back into JavaScript.
+  const pageEvery = db.prepare<[number, number], StoredRow>(
+    "SELECT seq, subject, headers, data, time FROM messages WHERE seq >= ? AND seq <= ? ORDER BY seq",
+  )
   return {
     insert: db.prepare("INSERT INTO messages (subject, msg_id, headers, data, time) VALUES (?, ?, ?, ?, ?)"),
     byMsgId: db.prepare<[string], number>("SELECT seq FROM messages WHERE msg_id = ?").pluck(),
@@ -62,6 +70,7 @@ const statements = (db: Database.Database) => {
       "SELECT seq FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1",
     ).pluck(),
     lastSeq: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
+    pageEvery,
     pageAll: page(false),
     pagePrefix: page(true),
     purgeAll: db.prepare("DELETE FROM messages WHERE subject_matches(?, subject)"),
@@ -123,6 +132,22 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     // Each commit costs far more than an insert, so this is what lets thousands of rows a second land.
     let pending: Array<Pending> = []
     let closed = false
+
+    // What the automatic checkpoint did after every commit that grew the WAL past 1000 pages, done
+    // once a second at most, after the appenders and the followers have been answered.
+    let checkpointTimer: ReturnType<typeof setTimeout> | undefined
+    const checkpoint = () => {
+      checkpointTimer = undefined
+      if (closed) return
+      try {
+        db.pragma("wal_checkpoint(PASSIVE)")
+      } catch {
+        // Busy or failing: the next commit schedules another; the WAL keeps every message meanwhile.
+      }
+    }
+    const checkpointSoon = () => {
+      if (checkpointTimer === undefined && !closed) checkpointTimer = setTimeout(checkpoint, CHECKPOINT_EVERY_MS).unref()
+    }
     const flush = () => {
       const batch = pending
       pending = []
@@ -135,10 +160,12 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       }
       batch.forEach((p, i) => p.resume(failure === undefined ? Effect.succeed(outcomes![i]!) : Effect.fail(failure)))
       if (failure === undefined) wakeFollowers()
+      checkpointSoon()
     }
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         closed = true
+        if (checkpointTimer !== undefined) clearTimeout(checkpointTimer)
         if (pending.length > 0) flush()
       }),
     )
@@ -162,7 +189,12 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     const pageRows = (filter: string, from: number, upto: number): Array<RawMessage> => {
       const prefix = literalPrefix(filter)
       const upper = prefixUpperBound(prefix)
-      const rows = upper === undefined ? sql.pageAll.iterate(from, upto, filter) : sql.pagePrefix.iterate(from, upto, prefix, upper, filter)
+      const rows =
+        filter === ">"
+          ? sql.pageEvery.iterate(from, upto)
+          : upper === undefined
+            ? sql.pageAll.iterate(from, upto, filter)
+            : sql.pagePrefix.iterate(from, upto, prefix, upper, filter)
       const out: Array<RawMessage> = []
       let bytes = 0
       for (const row of rows) {

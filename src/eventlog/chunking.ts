@@ -115,8 +115,9 @@ const makeReassembler = () => {
     return oldest.done === true ? message : { ...message, resumeSeq: oldest.value.firstSeq }
   }
   return (m: RawMessage): Option.Option<LogMessage> => {
-    const plain = { seq: m.seq, subject: m.subject, time: m.time }
     const header = m.headers?.[CHUNK_HEADER]
+    if (header === undefined && open.size === 0) return Option.some({ seq: m.seq, subject: m.subject, time: m.time, data: m.data })
+    const plain = { seq: m.seq, subject: m.subject, time: m.time }
     if (header === undefined) return Option.some(withResume({ ...plain, data: m.data }))
     const [id = "", iText = "", nText = ""] = header.split(" ")
     const i = Number(iText)

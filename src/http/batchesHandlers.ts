@@ -45,22 +45,35 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
 
     const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches)
 
+    // The parsed body and its rows are handed over once, to the writer, and not kept while the
+    // projections apply them: a 32 MiB batch is well over 100 MB of objects.
+    const validBatch = (allowed: ReadonlyArray<string> | null) =>
+      Effect.flatMap(readJsonBody(), (input) =>
+        Either.match(
+          validateCreateBatch(input, {
+            isAvailable: (model) => catalog.has(model) && (allowed === null || allowed.includes(model)),
+          }),
+          {
+            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+            onRight: ({ metadata, requests }) => {
+              let rows: typeof requests | undefined = requests
+              const take = () => {
+                const taken = rows ?? []
+                rows = undefined
+                return taken
+              }
+              return Effect.succeed({ metadata, take })
+            },
+          },
+        ),
+      )
+
     return handlers
       .handleRaw("create", () =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
           yield* limit.hasRoom(caller.account.id)
-          const input = yield* readJsonBody()
-          const allowed = caller.account.models
-          const valid = yield* Either.match(
-            validateCreateBatch(input, {
-              isAvailable: (model) => catalog.has(model) && (allowed === null || allowed.includes(model)),
-            }),
-            {
-              onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-              onRight: Effect.succeed,
-            },
-          )
+          const valid = yield* validBatch(caller.account.models)
           const batchId = yield* limit.holdingPlace(
             caller.account.id,
             Effect.gen(function* () {
@@ -70,7 +83,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
                   keyId: caller.keyId,
                   completionWindowMs: settings.completionWindowMs,
                   metadata: valid.metadata,
-                  requests: valid.requests,
+                  requests: valid.take(),
                 })
                 .pipe(Effect.mapError(logDown))
               yield* projector.awaitSeq(seq)

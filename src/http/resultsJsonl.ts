@@ -2,9 +2,8 @@ import { HttpServerResponse } from "@effect/platform"
 import { Option, Stream } from "effect"
 import type { ResultReads } from "../projections/resultReads.js"
 
-const PAGE_ROWS = 1_000
-const PAGE_CHARS = 4 * 1024 * 1024
-const encoder = new TextEncoder()
+const PAGE_ROWS = 2_000
+const PAGE_BYTES = 4 * 1024 * 1024
 
 /**
  * Every result line of a batch, written page by page as each is read, so a batch of any size is
@@ -14,11 +13,8 @@ const encoder = new TextEncoder()
 export const resultsJsonlResponse = (results: ResultReads, batchId: string) =>
   HttpServerResponse.stream(
     Stream.paginate(0, (from) => {
-      const page = results.linesJsonl(batchId, from, PAGE_ROWS, PAGE_CHARS)
-      return [page.text, Option.fromNullable(page.next)] as const
-    }).pipe(
-      Stream.filter((text) => text !== ""),
-      Stream.map((text) => encoder.encode(text)),
-    ),
+      const page = results.linesJsonlBytes(batchId, from, PAGE_ROWS, PAGE_BYTES)
+      return [page.bytes as Uint8Array, Option.fromNullable(page.next)] as const
+    }).pipe(Stream.filter((bytes) => bytes.byteLength > 0)),
     { contentType: "application/x-ndjson; charset=utf-8", headers: { "cache-control": "no-cache" } },
   )

@@ -66,19 +66,20 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
       // the idle rows only if it changed the batch.
       if (rowEventTypes.has(event.type)) {
         if (results(event, true)) {
-          batches(event, message.seq)
+          batches.apply(event, message.seq)
           if (event.type === "row_completed") {
-            const charged = usage(event)
+            const charged = usage.apply(event)
             if (charged !== undefined) changed?.usage(charged)
           }
         }
       } else {
-        results(event, batches(event, message.seq))
+        usage.forget()
+        results(event, batches.apply(event, message.seq))
       }
     } else if (kind === "account") {
       const event = decodeAccount(payload)
       if (event.type === "usage_recorded") {
-        const charged = usage(event)
+        const charged = usage.apply(event)
         if (charged !== undefined) changed?.usage(charged)
       } else {
         accounts(event)
@@ -87,7 +88,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
     }
     return true
   }
-  return db.transaction((messages: ReadonlyArray<LogMessage>) => {
+  const applyAll = db.transaction((messages: ReadonlyArray<LogMessage>) => {
     const skipped: Array<number> = []
     // Reading resumes before a multi-part message's first part, so messages already applied come again.
     const applied = (readApplied.get() as { seq: number | null }).seq ?? 0
@@ -104,8 +105,17 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
     if (last !== undefined && last.seq > applied) {
       for (const name of projectionNames) setOffset.run(name, last.seq, last.resumeSeq ?? last.seq + 1)
     }
+    batches.flush()
     return skipped
   })
+  return (messages: ReadonlyArray<LogMessage>): Array<number> => {
+    try {
+      return applyAll(messages)
+    } finally {
+      batches.discard()
+      usage.forget()
+    }
+  }
 }
 
 export const appliedOffset = (db: ReadModel["Type"]): number => {

@@ -1,10 +1,22 @@
 import type Database from "better-sqlite3"
 import type { BatchEvent } from "../domain/batch/events.js"
 
+const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
 const secs = (ms: number) => Math.floor(ms / 1000)
 const open = `status IN ('validating', 'in_progress')`
 
-/** Batch objects and their counters, one row per batch. */
+interface Counters {
+  running: number
+  completed: number
+  failed: number
+  cancelled: number
+  cost_usd: number
+}
+
+/**
+ * Batch objects and their counters, one row per batch. Row events move counters held in memory,
+ * added in log order, and `flush` writes them: call it before the transaction commits.
+ */
 export const batchesProjection = (db: Database.Database) => {
   const s = {
     created: db.prepare(
@@ -12,13 +24,10 @@ export const batchesProjection = (db: Database.Database) => {
        VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?)`,
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
-    rowStarted: db.prepare(`UPDATE batches SET running = running + 1 WHERE id = ?`),
-    rowRetrying: db.prepare(`UPDATE batches SET running = running - 1 WHERE id = ?`),
-    rowCompleted: db.prepare(
-      `UPDATE batches SET running = running - 1, completed = completed + 1, cost_usd = cost_usd + ? WHERE id = ?`,
+    counters: db.prepare(`SELECT running, completed, failed, cancelled, cost_usd FROM batches WHERE id = ?`),
+    setCounters: db.prepare(
+      `UPDATE batches SET running = ?, completed = ?, failed = ?, cancelled = ?, cost_usd = ? WHERE id = ?`,
     ),
-    rowFailed: db.prepare(`UPDATE batches SET running = running - 1, failed = failed + 1 WHERE id = ?`),
-    rowCancelled: db.prepare(`UPDATE batches SET running = running - 1, cancelled = cancelled + 1 WHERE id = ?`),
     cancelling: db.prepare(
       `UPDATE batches SET status = 'cancelling', cancelling_at = ?, cancelled = cancelled + ? WHERE id = ? AND ${open}`,
     ),
@@ -32,8 +41,26 @@ export const batchesProjection = (db: Database.Database) => {
     completed: db.prepare(`UPDATE batches SET status = 'completed', completed_at = ? WHERE id = ? AND ${open}`),
     deleted: db.prepare(`DELETE FROM batches WHERE id = ?`),
   }
+  const held = new Map<string, Counters | undefined>()
+  const counters = (id: string): Counters | undefined => {
+    if (held.has(id)) return held.get(id)
+    const row = s.counters.get(id) as Counters | undefined
+    held.set(id, row)
+    return row
+  }
+  const flush = () => {
+    for (const [id, c] of held) if (c !== undefined) s.setCounters.run(c.running, c.completed, c.failed, c.cancelled, c.cost_usd, id)
+    held.clear()
+  }
+  const settle = (id: string, change: (c: Counters) => void) => {
+    const c = counters(id)
+    if (c === undefined) return false
+    change(c)
+    return true
+  }
   /** Answers whether a closing event took effect, so the row projections settle idle rows only then. */
-  return (event: BatchEvent, seq: number): boolean => {
+  const apply = (event: BatchEvent, seq: number): boolean => {
+    if (!rowEventTypes.has(event.type)) flush()
     switch (event.type) {
       case "batch_created":
         s.created.run(
@@ -54,15 +81,29 @@ export const batchesProjection = (db: Database.Database) => {
       case "batch_started":
         return s.started.run(secs(event.at), event.batch_id).changes > 0
       case "row_started":
-        return s.rowStarted.run(event.batch_id).changes > 0
+        return settle(event.batch_id, (c) => {
+          c.running += 1
+        })
       case "row_retrying":
-        return s.rowRetrying.run(event.batch_id).changes > 0
+        return settle(event.batch_id, (c) => {
+          c.running -= 1
+        })
       case "row_completed":
-        return s.rowCompleted.run(event.cost_usd, event.batch_id).changes > 0
+        return settle(event.batch_id, (c) => {
+          c.running -= 1
+          c.completed += 1
+          c.cost_usd += event.cost_usd
+        })
       case "row_failed":
-        return s.rowFailed.run(event.batch_id).changes > 0
+        return settle(event.batch_id, (c) => {
+          c.running -= 1
+          c.failed += 1
+        })
       case "row_cancelled":
-        return s.rowCancelled.run(event.batch_id).changes > 0
+        return settle(event.batch_id, (c) => {
+          c.running -= 1
+          c.cancelled += 1
+        })
       case "batch_cancelling":
         return s.cancelling.run(secs(event.at), event.cancelled_rows, event.batch_id).changes > 0
       case "batch_failed":
@@ -77,4 +118,5 @@ export const batchesProjection = (db: Database.Database) => {
         return s.deleted.run(event.batch_id).changes > 0
     }
   }
+  return { apply, flush, discard: () => held.clear() }
 }

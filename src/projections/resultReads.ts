@@ -21,8 +21,36 @@ const line = (row: ResultRow) =>
     row.response ?? "null"
   },"error":${row.error ?? "null"}}`
 
+// The same line built by SQLite from the stored UTF-8, for rows whose custom_id needs no JSON escape.
+const lineSql = `'{"id":"batch_req_' || (idx + 1) || '","custom_id":"' || custom_id || '","status":"' || status ||
+  '","response":' || coalesce(response, 'null') || ',"error":' || coalesce(error, 'null') || '}' || char(10)`
+const plainSql = `json_quote(custom_id) = '"' || custom_id || '"'`
+
+interface LinesPage {
+  readonly n: number
+  readonly last: number | null
+  readonly escaped: number | null
+  readonly bytes: Buffer | null
+}
+
 export const resultReads = (db: Database.Database) => {
   const s = {
+    more: db.prepare<[string, number], number>(`SELECT EXISTS (SELECT 1 FROM results WHERE batch_id = ? AND idx >= ?)`).pluck(),
+    // One page of lines as one UTF-8 buffer, stopping after the row that reaches the byte budget.
+    linesPage: db.prepare<[string, number, number, number], LinesPage>(
+      `WITH page AS (
+         SELECT idx, custom_id, status, response, error,
+           sum(octet_length(custom_id) + coalesce(octet_length(response), 4) + coalesce(octet_length(error), 4))
+             OVER (ORDER BY idx ROWS UNBOUNDED PRECEDING) AS upto
+         FROM (SELECT idx, custom_id, status, response, error FROM results WHERE batch_id = ? AND idx >= ? ORDER BY idx LIMIT ?)
+       ), kept AS (
+         SELECT idx, custom_id, status, response, error FROM page
+         WHERE upto - octet_length(custom_id) - coalesce(octet_length(response), 4) - coalesce(octet_length(error), 4) < ?
+       )
+       SELECT count(*) AS n, max(idx) AS last, sum(NOT ${plainSql}) AS escaped,
+         CAST(group_concat(${lineSql}, '' ORDER BY idx) AS BLOB) AS bytes
+       FROM kept`,
+    ),
     page: db.prepare(
       `SELECT idx, custom_id, status, response, error FROM results WHERE batch_id = ? AND idx >= ? ORDER BY idx LIMIT ?`,
     ),
@@ -32,6 +60,20 @@ export const resultReads = (db: Database.Database) => {
     unsettled: db
       .prepare<[string], number>(`SELECT EXISTS (SELECT 1 FROM results WHERE batch_id = ? AND status IN ('queued', 'running'))`)
       .pluck(),
+  }
+  /**
+   * Result lines from `fromIdx` as JSON Lines text, each ending in a newline: at most `maxRows`
+   * rows, and fewer once `maxChars` is reached, so large responses never pile up in one page.
+   * `next` is where the following page starts, undefined after the last row.
+   */
+  const linesJsonl = (batchId: string, fromIdx: number, maxRows: number, maxChars: number) => {
+    let text = ""
+    let count = 0
+    for (const row of s.page.iterate(batchId, fromIdx, maxRows) as IterableIterator<ResultRow>) {
+      text += `${line(row)}\n`
+      if (++count >= maxRows || text.length >= maxChars) return { text, next: row.idx + 1 }
+    }
+    return { text, next: undefined }
   }
   return {
     /** A results page as the JSON text the API answers. */
@@ -50,14 +92,18 @@ export const resultReads = (db: Database.Database) => {
      * rows, and fewer once `maxChars` is reached, so large responses never pile up in one page.
      * `next` is where the following page starts, undefined after the last row.
      */
-    linesJsonl: (batchId: string, fromIdx: number, maxRows: number, maxChars: number) => {
-      let text = ""
-      let count = 0
-      for (const row of s.page.iterate(batchId, fromIdx, maxRows) as IterableIterator<ResultRow>) {
-        text += `${line(row)}\n`
-        if (++count >= maxRows || text.length >= maxChars) return { text, next: row.idx + 1 }
-      }
-      return { text, next: undefined }
+    linesJsonl,
+    /**
+     * The same lines as UTF-8 bytes, at most `maxRows` rows and fewer once about `maxBytes` are
+     * reached; `next` as in `linesJsonl`.
+     */
+    linesJsonlBytes: (batchId: string, fromIdx: number, maxRows: number, maxBytes: number) => {
+      const page = s.linesPage.get(batchId, fromIdx, maxRows, maxBytes)
+      if (page === undefined || page.n === 0 || page.last === null) return { bytes: Buffer.alloc(0), next: undefined }
+      const next = s.more.get(batchId, page.last + 1) === 1 ? page.last + 1 : undefined
+      if (page.escaped === 0 && page.bytes !== null) return { bytes: page.bytes, next }
+      const lines = linesJsonl(batchId, fromIdx, page.n, Number.MAX_SAFE_INTEGER)
+      return { bytes: Buffer.from(lines.text, "utf8"), next }
     },
     customId: (batchId: string, idx: number) => s.customId.get(batchId, idx),
     /** Whether any row is still queued or running. */

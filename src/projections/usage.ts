@@ -15,20 +15,29 @@ export const usageProjection = (db: Database.Database) => {
        ON CONFLICT (account_id, day) DO UPDATE SET usd = usd + excluded.usd`,
     ),
   }
+  // A batch's account never changes; the cache is dropped with every window and every batch lifecycle event.
+  const owners = new Map<string, string | undefined>()
+  const owner = (batchId: string) => {
+    if (owners.has(batchId)) return owners.get(batchId)
+    const id = (s.owner.get(batchId) as { account_id: string } | undefined)?.account_id
+    owners.set(batchId, id)
+    return id
+  }
   const charge = (accountId: string, at: number, usd: number) => {
     if (!(usd > 0)) return undefined
     s.add.run(accountId, utcDay(at), usd)
     return accountId
   }
-  return (event: typeof RowCompleted.Type | typeof UsageRecorded.Type): string | undefined => {
+  const apply = (event: typeof RowCompleted.Type | typeof UsageRecorded.Type): string | undefined => {
     switch (event.type) {
       case "row_completed": {
         // The row event names its batch only; the batch row, written earlier in the log, names the account.
-        const owner = s.owner.get(event.batch_id) as { account_id: string } | undefined
-        return owner === undefined ? undefined : charge(owner.account_id, event.at, event.cost_usd)
+        const accountId = owner(event.batch_id)
+        return accountId === undefined ? undefined : charge(accountId, event.at, event.cost_usd)
       }
       case "usage_recorded":
         return charge(event.account_id, event.at, event.usd)
     }
   }
+  return { apply, forget: () => owners.clear() }
 }
