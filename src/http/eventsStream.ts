@@ -1,6 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream } from "effect"
-import { BatchEvent } from "../domain/batch/events.js"
+import { BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import { type PublicBatchEvent, isTerminalRowEvent, publicEvent } from "../domain/batch/publicEvent.js"
 import { isFinal } from "../domain/batch/state.js"
 import { oneBatch } from "../domain/batch/subjects.js"
@@ -16,16 +16,11 @@ const IDLE_CHECK = Duration.seconds(5)
 const PROJECTION_WAIT = Duration.seconds(2)
 
 /** The events after which the batch may be done: a row or the batch itself settled, or it was deleted. */
-const settlingTypes: ReadonlySet<BatchEvent["type"]> = new Set([
+const settlingTypes: ReadonlySet<BatchEvent["type"]> = new Set<BatchEvent["type"]>([
   "row_completed",
   "row_failed",
   "row_cancelled",
-  "batch_cancelling",
-  "batch_cancelled",
-  "batch_completed",
-  "batch_failed",
-  "batch_expired",
-  "batch_deleted",
+  ...[...onceOnlyTypes].filter((type) => type !== "batch_created" && type !== "batch_started"),
 ])
 
 const decode = Schema.decodeUnknownEither(BatchEvent)
