@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { type NatsServer, startNatsServer } from "../test/support/natsServer.js"
+import { type NatsServer, startNatsServer, stopProcess } from "../test/support/natsServer.js"
 import { freePort } from "../test/support/sluice.js"
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
@@ -41,17 +41,6 @@ export const tempDir = (prefix: string): { readonly path: string; readonly remov
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const terminate = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    const force = setTimeout(() => child.kill("SIGKILL"), 5_000)
-    child.once("exit", () => {
-      clearTimeout(force)
-      resolve()
-    })
-    child.kill("SIGTERM")
-  })
 
 interface NodeProcess {
   readonly child: ChildProcess
@@ -109,7 +98,7 @@ export const startSim = async (latencyMs: number, port: number): Promise<Sim> =>
     ["src/sim/main.ts", "--port", String(port), "--latency-ms", String(latencyMs), "--concurrency", "4096", "--models", Object.values(MODELS).join(",")],
     { ...process.env },
   )
-  const stop = onCleanup(() => terminate(started.child))
+  const stop = onCleanup(() => stopProcess(started.child))
   await waitUntilOk(`http://127.0.0.1:${port}/health`, started, `simulator (${latencyMs} ms)`)
   return { pid: started.child.pid!, url: simUrl(port), latencyMs, stop }
 }
@@ -149,7 +138,7 @@ export const startSluice = async (options: {
   }
   if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
   const started = spawnTsx(["src/main.ts"], env)
-  const kill = onCleanup(() => terminate(started.child))
+  const kill = onCleanup(() => stopProcess(started.child))
   const url = `http://127.0.0.1:${port}`
   await waitUntilOk(`${url}/openapi.json`, started, "sluice")
   return {

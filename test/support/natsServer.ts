@@ -72,7 +72,8 @@ const launch = async (binary: string, port: number, storeDir: string): Promise<C
   throw new Error(`nats-server did not accept connections on port ${port} within 15s:\n${stderr}`)
 }
 
-const kill = (child: ChildProcess): Promise<void> =>
+/** SIGTERM, then SIGKILL after 5 s; resolves once the process has exited. */
+export const stopProcess = (child: ChildProcess): Promise<void> =>
   new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve()
     const force = setTimeout(() => child.kill("SIGKILL"), 5_000)
@@ -95,11 +96,11 @@ export const startNatsServer = async (): Promise<NatsServer> => {
     port,
     storeDir,
     stop: async () => {
-      await kill(child)
+      await stopProcess(child)
       rmSync(storeDir, { recursive: true, force: true })
     },
     restart: async () => {
-      await kill(child)
+      await stopProcess(child)
       child = await launch(binary, port, storeDir)
     },
   }
