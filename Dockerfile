@@ -6,13 +6,18 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY bin ./bin
+COPY src ./src
+# `prepare` bundles the server and the CLI into dist/.
 RUN npm ci --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV SLUICE_HOST=0.0.0.0 SLUICE_DATA_DIR=/data
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=deps /app/dist ./dist
 COPY package.json package-lock.json tsconfig.json ./
+COPY bin ./bin
 COPY src ./src
 COPY examples ./examples
 RUN mkdir -p /data && chown node:node /data
@@ -20,4 +25,4 @@ USER node
 VOLUME /data
 EXPOSE 8080
 # node itself, not npm, is PID 1, so SIGTERM reaches Sluice's graceful shutdown.
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "dist/server.mjs"]

@@ -47,9 +47,9 @@ interface NodeProcess {
   readonly tail: () => string
 }
 
-/** `node --import tsx <args>` from the repository root, its output kept (the last 8 KiB) for error messages. */
-const spawnTsx = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): NodeProcess => {
-  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+/** `node <args>` from the repository root, its output kept (the last 8 KiB) for error messages. */
+const spawnNode = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): NodeProcess => {
+  const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8192))
   child.stdout?.on("data", keep)
@@ -94,8 +94,8 @@ export const simUrl = (port: number) => `http://127.0.0.1:${port}/v1`
 
 /** The simulator as its own process (`src/sim/main.ts`), its concurrency far above any slot count here. */
 export const startSim = async (latencyMs: number, port: number): Promise<Sim> => {
-  const started = spawnTsx(
-    ["src/sim/main.ts", "--port", String(port), "--latency-ms", String(latencyMs), "--concurrency", "4096", "--models", Object.values(MODELS).join(",")],
+  const started = spawnNode(
+    ["--import", "tsx", "src/sim/main.ts", "--port", String(port), "--latency-ms", String(latencyMs), "--concurrency", "4096", "--models", Object.values(MODELS).join(",")],
     { ...process.env },
   )
   const stop = onCleanup(() => stopProcess(started.child))
@@ -115,7 +115,10 @@ export interface Sluice extends Started {
   readonly backend: "embedded" | "nats"
 }
 
-/** Sluice as a user runs it (`node --import tsx src/main.ts`), on a fresh data directory, with the bootstrap key. */
+/**
+ * Sluice as a user runs it (`node bin/server.mjs`, what `npm start` runs), on a fresh data directory, with the
+ * bootstrap key. `BENCH_SLUICE_NODE_ARGS` adds node flags to it alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+ */
 export const startSluice = async (options: {
   readonly models: ReadonlyArray<CatalogEntry>
   readonly natsUrl?: string
@@ -137,7 +140,8 @@ export const startSluice = async (options: {
     delete env[name]
   }
   if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
-  const started = spawnTsx(["src/main.ts"], env)
+  const nodeArgs = (process.env.BENCH_SLUICE_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
+  const started = spawnNode([...nodeArgs, "bin/server.mjs"], env)
   const kill = onCleanup(() => stopProcess(started.child))
   const url = `http://127.0.0.1:${port}`
   await waitUntilOk(`${url}/openapi.json`, started, "sluice")

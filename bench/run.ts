@@ -87,6 +87,8 @@ const skipped: Array<Skipped> = []
 const seconds: Record<string, number> = {}
 let failed = false
 cleanupOnSignals()
+// Sluice runs from its bundle, as `npm start` does: build it from the sources being measured.
+execFileSync(process.execPath, [join(repoRoot, "bin/build.mjs")], { stdio: "inherit" })
 progress(`${values.quick ? "quick run" : "full run"}: ${scenarios.map((s) => s.id).join(", ")}; ${ctx.sizes.trials} trial(s) per figure`)
 try {
   const uses = new Set(scenarios.flatMap((s) => s.uses))

@@ -46,7 +46,7 @@ export const b7Memory: Scenario = {
         figure({ id: "B7", scenario, backend: "embedded", figure: "Sluice peak RSS, sampled every 100 ms (MB)", samples: sampled }),
       ],
       notes: [
-        `B7: a fresh Sluice process per trial; the batches are created one after another, then ${b7SettleMs / 1000} s to settle; the model has 1 slot on the ${latencyMs} ms simulator, so nearly every row stays queued; VmHWM is the kernel's high-water mark of the process (node with the tsx loader, as \`npm start\` runs it); MB = 10^6 bytes.`,
+        `B7: a fresh Sluice process per trial; the batches are created one after another, then ${b7SettleMs / 1000} s to settle; the model has 1 slot on the ${latencyMs} ms simulator, so nearly every row stays queued; VmHWM is the kernel's high-water mark of the process (node running the server bundle, as \`npm start\` does); MB = 10^6 bytes.`,
       ],
     }
   },

@@ -71,7 +71,7 @@ const testClockControls = (port: number): TestClockControls => {
   return { adjust: (ms) => call("POST", `/adjust?ms=${ms}`), now: () => call("GET", "/now") }
 }
 
-/** Starts Sluice as its own process (`node --import tsx src/main.ts`), as a user would run it. */
+/** Starts Sluice as its own process (`node bin/server.mjs`, what `npm start` runs), as a user would run it. */
 export function startSluice(options: SluiceOptions & { readonly testClock: { readonly startMs?: number } }): Promise<Sluice & TestClockControls>
 export function startSluice(options?: SluiceOptions): Promise<Sluice>
 export async function startSluice(options: SluiceOptions = {}): Promise<Sluice | (Sluice & TestClockControls)> {
@@ -103,7 +103,7 @@ export async function startSluice(options: SluiceOptions = {}): Promise<Sluice |
     writeFileSync(path, JSON.stringify({ models: options.models }))
     env.SLUICE_MODELS = path
   }
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child: ChildProcess = spawn(process.execPath, ["bin/server.mjs"], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   })

@@ -1,0 +1,19 @@
+// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why).
+import { build } from "esbuild"
+
+const common = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  logLevel: "warning",
+  // Bundled CommonJS dependencies call require(); ESM has none of its own.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+}
+const path = (relative) => new URL(relative, import.meta.url).pathname
+
+await Promise.all([
+  build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs") }),
+  // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
+  build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
+])
