@@ -28,9 +28,20 @@ export interface BatchWriterShape {
   readonly create: (batch: NewBatch) => Effect.Effect<{ readonly batchId: string; readonly seq: number }, LogUnavailable>
   /** Decides the command against the batch's state and writes the events: the single writer of each batch. */
   readonly execute: (batchId: string, command: BatchCommand) => Effect.Effect<Written, Rejection | LogUnavailable>
+  /**
+   * `execute` in two steps: answers the decided events as soon as they are decided (and the batch's state
+   * has moved on), and `written` waits for the log to hold them. A caller can act on a decision while its
+   * append is on the way, as long as it awaits `written` before anything that depends on it being stored.
+   */
+  readonly decide: (batchId: string, command: BatchCommand) => Effect.Effect<Decided, Rejection | LogUnavailable>
   readonly now: Effect.Effect<number>
   /** The row's phase as the writer knows it (the log's, after a reload). */
   readonly rowPhase: (batchId: string, row: number) => Effect.Effect<RowPhase | undefined, LogUnavailable>
+}
+
+export interface Decided {
+  readonly events: ReadonlyArray<BatchEvent>
+  readonly written: Effect.Effect<Written, LogUnavailable>
 }
 
 interface Entry {
@@ -112,7 +123,7 @@ export const Live = Layer.effect(
         current.draining = false
       })
 
-    const execute = (batchId: string, command: BatchCommand) =>
+    const decideCommand = (batchId: string, command: BatchCommand) =>
       Effect.gen(function* () {
         const current = yield* entry(batchId)
         // Decide, evolve and queue the events in one synchronous step: no other command of this batch
@@ -121,7 +132,7 @@ export const Live = Layer.effect(
         const decision = decide(command, current.state)
         if (Either.isLeft(decision)) return yield* Effect.fail(decision.left)
         const events = decision.right
-        if (events.length === 0) return { events, seq: yield* projector.applied }
+        if (events.length === 0) return { events, written: Effect.map(projector.applied, (seq) => ({ events, seq })) }
         current.state = events.reduce(evolve, current.state)
         if (isFinal(current.state.status) && current.state.running === 0) live.delete(batchId)
         const done = Deferred.unsafeMake<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>(FiberId.none)
@@ -130,17 +141,23 @@ export const Live = Layer.effect(
           current.draining = true
           Runtime.runFork(runtime)(drain(current))
         }
-        const written = yield* Deferred.await(done).pipe(
-          // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
-          Effect.tapError(() => Effect.sync(() => live.get(batchId) === current && live.delete(batchId))),
-          Effect.catchTag("WrongLastSequence", () =>
-            // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
-            Effect.as(Effect.flatMap(log.lastSeq, projector.awaitSeq), [] as ReadonlyArray<AppendResult>),
-          ),
-        )
-        if (written.length === 0) return { events: [], seq: yield* projector.applied }
-        return { events, seq: Math.max(...written.map((w) => w.seq)) }
+        const written = Effect.gen(function* () {
+          const results = yield* Deferred.await(done).pipe(
+            // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
+            Effect.tapError(() => Effect.sync(() => live.get(batchId) === current && live.delete(batchId))),
+            Effect.catchTag("WrongLastSequence", () =>
+              // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
+              Effect.as(Effect.flatMap(log.lastSeq, projector.awaitSeq), [] as ReadonlyArray<AppendResult>),
+            ),
+          )
+          if (results.length === 0) return { events: [], seq: yield* projector.applied }
+          return { events, seq: Math.max(...results.map((w) => w.seq)) }
+        })
+        return { events, written } satisfies Decided
       })
+
+    const execute = (batchId: string, command: BatchCommand) =>
+      Effect.flatMap(decideCommand(batchId, command), (decided) => decided.written)
 
     const create = (batch: NewBatch) => {
       // Dropped once serialized: the rows' objects need not stay alive while the log writes their bytes.
@@ -159,6 +176,6 @@ export const Live = Layer.effect(
     const phaseOf = (batchId: string, row: number) =>
       Effect.map(entry(batchId), (current) => rowPhase(current.state, row))
 
-    return { create, execute, now: clock.currentTimeMillis, rowPhase: phaseOf }
+    return { create, execute, decide: decideCommand, now: clock.currentTimeMillis, rowPhase: phaseOf }
   }),
 )

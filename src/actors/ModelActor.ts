@@ -5,7 +5,7 @@ import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
 import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import type { ResultReads } from "../projections/resultReads.js"
-import type { BatchWriterShape } from "./BatchWriter.js"
+import type { BatchWriterShape, Decided } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
@@ -25,8 +25,9 @@ const SHUTDOWN_GRACE_MS = 30_000
 const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
 /**
- * One model's batch slots: `batchConcurrency` workers, each running one row at a time, taking rows
- * from the batches in turn. On shutdown it stops taking rows and lets the running ones finish.
+ * One model's batch slots: at most `batchSlots` rows at the model at once, taken from the batches in
+ * turn by workers that each run one row at a time. On shutdown it stops taking rows and lets the
+ * running ones finish.
  */
 export const makeModelActor = (
   model: ModelEntry,
@@ -39,31 +40,38 @@ export const makeModelActor = (
     const queue = new FairQueue()
     const callUpstream = yield* makeUpstreamCaller(model)
     let waiting: Array<Deferred.Deferred<void>> = []
-    let running = 0
+    // A batch slot is an upstream call: held from the row's take until the model answers. Its log writes
+    // are not: the start is appended while the call runs and the settle after the slot is free, so the
+    // slots stay busy however long the log takes (B3). `busy` counts rows from take until settled.
+    let calling = 0
+    let busy = 0
     let draining = false
 
-    const wake = () => {
-      const sleepers = waiting
-      waiting = []
+    /** Lets up to `n` waiting workers look for a row again: one freed slot wakes one worker, not all. */
+    const wake = (n = Infinity) => {
+      const sleepers = n >= waiting.length ? waiting : waiting.slice(0, n)
+      waiting = n >= waiting.length ? [] : waiting.slice(n)
       for (const d of sleepers) Deferred.unsafeDone(d, Effect.void)
     }
+    const wakeAll = () => wake()
     const stopTaking = () => {
       draining = true
-      wake()
+      wakeAll()
     }
     const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>) => {
       queue.push(accountId, batchId, rows)
-      wake()
+      wake(Math.max(0, load.batchSlots(model) - calling))
     }
-    admission.onChange(wake)
-    load.onChange(wake)
+    admission.onChange(wakeAll)
+    load.onChange(wakeAll)
     const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
     const nextRow = Effect.gen(function* () {
       while (true) {
-        const item = draining || running >= load.batchSlots(model) ? undefined : queue.take(mayStart)
+        const item = draining || calling >= load.batchSlots(model) ? undefined : queue.take(mayStart)
         if (item !== undefined) {
           // Taken synchronously with the check above, so no two workers pass it for the last slot.
-          running++
+          calling++
+          busy++
           admission.acquire(item.accountId)
           return item
         }
@@ -122,17 +130,35 @@ export const makeModelActor = (
       )
     }
 
-    const runRow = (accountId: string, batchId: string, row: number) =>
+    /** The row's attempt once its start is in the log, or undefined when it no longer runs. */
+    const startWritten = (batchId: string, row: number, decided: Decided, attempt: number) =>
       Effect.gen(function* () {
-        const started = yield* write(batchId, { type: "StartRow", row, at: yield* writer.now })
-        const start = started.events.find((e) => e.type === "row_started")
-        // A start whose append was retried may already be in the log (its ack was lost): the row is
-        // then running with no one running it but this worker, which took it from the queue.
-        const phase = start?.type === "row_started" ? undefined : yield* writer.rowPhase(batchId, row)
-        const attempt = start?.type === "row_started" ? start.attempt : phase?.status === "running" ? phase.attempt : undefined
-        if (attempt === undefined) return
+        const written = yield* Effect.either(decided.written)
+        if (written._tag === "Right") return attempt
+        // The start's append failed: the writer has dropped its state for the log's. Deciding the start
+        // again gives the same event (stored once), or nothing if the lost ack hid a stored one.
+        const again = yield* write(batchId, { type: "StartRow", row, at: yield* writer.now })
+        const start = again.events.find((e) => e.type === "row_started")
+        if (start?.type === "row_started") return start.attempt
+        const phase = yield* writer.rowPhase(batchId, row)
+        return phase?.status === "running" ? phase.attempt : undefined
+      })
+
+    const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void) =>
+      Effect.gen(function* () {
+        const decided = yield* writer.decide(batchId, { type: "StartRow", row, at: yield* writer.now })
+        const start = decided.events.find((e) => e.type === "row_started")
+        if (start?.type !== "row_started") {
+          yield* decided.written
+          return
+        }
+        // The call goes out while the start is appended. A crash before the start is stored leaves the
+        // row queued in the log, which runs it again: the same as a crash during the call.
         const body = results.body(batchId, row) ?? "{}"
-        const { at, outcome } = yield* outcomeOf(attempt, body)
+        const { at, outcome } = yield* outcomeOf(start.attempt, body)
+        freeSlot()
+        const attempt = yield* startWritten(batchId, row, decided, start.attempt)
+        if (attempt === undefined) return
         const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })
         const retry = settled.events.find((e) => e.type === "row_retrying")
         if (retry !== undefined && retry.type === "row_retrying") {
@@ -149,18 +175,26 @@ export const makeModelActor = (
     const worker = Effect.forever(
       Effect.gen(function* () {
         const { accountId, batchId, row } = yield* nextRow
-        yield* runRow(accountId, batchId, row).pipe(
+        let holdsSlot = true
+        const freeSlot = () => {
+          if (!holdsSlot) return
+          holdsSlot = false
+          calling--
+          wake(1)
+        }
+        yield* runRow(accountId, batchId, row, freeSlot).pipe(
           Effect.ensuring(
             Effect.sync(() => {
-              running--
+              freeSlot()
+              busy--
               admission.release(accountId)
-              wake()
             }),
           ),
         )
       }),
     )
-    for (let i = 0; i < model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
+    // Twice the slots: a worker whose row is being settled has freed its slot for another to take.
+    for (let i = 0; i < 2 * model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
     // Added after the workers so it runs before they are interrupted: running rows finish first.
     // It waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
     yield* Effect.addFinalizer(() =>
@@ -169,7 +203,7 @@ export const makeModelActor = (
           new Promise<void>((resolve) => {
             stopTaking()
             const deadline = Date.now() + SHUTDOWN_GRACE_MS
-            const check = () => (running === 0 || Date.now() > deadline ? resolve() : setTimeout(check, 20))
+            const check = () => (busy === 0 || Date.now() > deadline ? resolve() : setTimeout(check, 20))
             check()
           }),
       ),
@@ -180,7 +214,7 @@ export const makeModelActor = (
       enqueue,
       drop: (batchId: string) => queue.drop(batchId),
       stopTaking,
-      inFlight: () => running,
+      inFlight: () => calling,
       queued: () => queue.size,
     } satisfies ModelActor
   })
