@@ -32,21 +32,43 @@ const agentFor = (url: URL, slots: number) => {
   return agent
 }
 
-const post = (model: ModelEntry, body: string, signal: AbortSignal | undefined) =>
+interface Target {
+  readonly client: typeof http | typeof https
+  /** Worked out once per model: node:http would otherwise convert a URL into these on every request. */
+  readonly options: http.RequestOptions
+}
+
+const targetOf = (model: ModelEntry): Target => {
+  const url = new URL(`${model.upstreamUrl}/chat/completions`)
+  return {
+    client: url.protocol === "https:" ? https : http,
+    options: {
+      protocol: url.protocol,
+      hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port === "" ? undefined : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      method: "POST",
+      ...(url.username === "" ? {} : { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }),
+      agent: agentFor(url, model.batchConcurrency),
+    },
+  }
+}
+
+/**
+ * Sends one attempt, handing the request to `onRequest` so that a timeout can destroy it (an AbortSignal
+ * per call cost more than the rest of the call's setup).
+ */
+const post = (model: ModelEntry, target: Target, body: string, onRequest: (request: http.ClientRequest) => void) =>
   new Promise<UpstreamOutcome>((resolve, reject) => {
-    const url = new URL(`${model.upstreamUrl}/chat/completions`)
     const payload = Buffer.from(upstreamBody(model, body))
-    const request = (url.protocol === "https:" ? https : http).request(
-      url,
+    const request = target.client.request(
       {
-        method: "POST",
-        agent: agentFor(url, model.batchConcurrency),
+        ...target.options,
         headers: {
           "content-type": "application/json",
           "content-length": payload.length,
           ...(model.apiKey === undefined ? {} : { authorization: `Bearer ${model.apiKey}` }),
         },
-        ...(signal === undefined ? {} : { signal }),
       },
       (response) => {
         const chunks: Array<Buffer> = []
@@ -79,6 +101,7 @@ const post = (model: ModelEntry, body: string, signal: AbortSignal | undefined) 
       },
     )
     request.on("error", reject)
+    onRequest(request)
     request.end(payload)
   })
 
@@ -89,7 +112,7 @@ const unreachable = (error: unknown): UpstreamOutcome => ({
 
 interface InFlight {
   readonly deadline: number
-  readonly abort: AbortController
+  request: http.ClientRequest | undefined
   readonly settle: (outcome: UpstreamOutcome) => void
 }
 
@@ -103,6 +126,7 @@ interface InFlight {
 export const makeUpstreamCaller = (model: ModelEntry) =>
   Effect.gen(function* () {
     const clock = yield* Effect.clock
+    const target = targetOf(model)
     const inFlight = new Map<number, InFlight>()
     let nextId = 0
     let idle = Deferred.unsafeMake<void>(FiberId.none)
@@ -123,7 +147,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
         for (const [id, call] of inFlight) {
           if (call.deadline > now) break
           inFlight.delete(id)
-          call.abort.abort()
+          call.request?.destroy()
           call.settle({ _tag: "Timeout" })
         }
       }
@@ -133,7 +157,6 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     return (body: string): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
         const id = nextId++
-        const abort = new AbortController()
         let settled = false
         const settle = (outcome: UpstreamOutcome) => {
           if (settled) return
@@ -142,12 +165,13 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
           resume(Effect.succeed(outcome))
         }
         if (inFlight.size === 0) Deferred.unsafeDone(idle, Effect.void)
-        inFlight.set(id, { deadline: clock.unsafeCurrentTimeMillis() + model.timeoutMs, abort, settle })
-        post(model, body, abort.signal).then(settle, (error) => settle(unreachable(error)))
+        const call: InFlight = { deadline: clock.unsafeCurrentTimeMillis() + model.timeoutMs, request: undefined, settle }
+        inFlight.set(id, call)
+        post(model, target, body, (request) => (call.request = request)).then(settle, (error) => settle(unreachable(error)))
         return Effect.sync(() => {
           settled = true
           inFlight.delete(id)
-          abort.abort()
+          call.request?.destroy()
         })
       })
   })
