@@ -121,6 +121,10 @@ export const Live = Layer.effect(
           }
         }
         current.draining = false
+        // Forgotten only once its last events are in the log: a command arriving before that would
+        // reload the batch from a read model that does not have them yet.
+        const { state } = current
+        if (isFinal(state.status) && state.running === 0 && live.get(state.id) === current) live.delete(state.id)
       })
 
     const decideCommand = (batchId: string, command: BatchCommand) =>
@@ -134,7 +138,6 @@ export const Live = Layer.effect(
         const events = decision.right
         if (events.length === 0) return { events, written: Effect.map(projector.applied, (seq) => ({ events, seq })) }
         current.state = events.reduce(evolve, current.state)
-        if (isFinal(current.state.status) && current.state.running === 0) live.delete(batchId)
         const done = Deferred.unsafeMake<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>(FiberId.none)
         current.outbox.push({ messages: events.map(message), done })
         if (!current.draining) {

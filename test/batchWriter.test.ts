@@ -1,0 +1,72 @@
+import { Context, Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import * as BatchWriter from "../src/actors/BatchWriter.js"
+import type { BatchCommand } from "../src/domain/batch/decide.js"
+import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
+import * as Projector from "../src/projections/Projector.js"
+import { ReadModel } from "../src/projections/ReadModel.js"
+
+/** The writer over a real embedded log, read model and projector, as the service builds them. */
+const writerIn = (dir: string) =>
+  Effect.map(
+    Layer.build(
+      BatchWriter.Live.pipe(
+        Layer.provideMerge(Projector.Live),
+        Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
+        Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })),
+      ),
+    ),
+    (context) => Context.get(context, BatchWriter.BatchWriter),
+  )
+
+const completed = (row: number, at: number): BatchCommand => ({
+  type: "SettleRow",
+  row,
+  attempt: 1,
+  at,
+  outcome: { _tag: "Completed", response: { status_code: 200, request_id: `req_${row}`, body: {} }, costUsd: 0 },
+})
+
+describe("the batch writer", () => {
+  const dirs: Array<string> = []
+  afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })))
+
+  // A model's slot is free once the model answers, before the row's result is in the log, so another
+  // row of the batch can be decided while the batch's closing events are still being appended.
+  it("a command decided while a batch's closing events are being appended sees the batch those events leave", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
+    dirs.push(dir)
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const writer = yield* writerIn(dir)
+          const { batchId } = yield* writer.create({
+            accountId: "acc",
+            keyId: "key",
+            completionWindowMs: 86_400_000,
+            metadata: null,
+            requests: [0, 1, 2].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
+          })
+          for (const row of [0, 1]) yield* writer.execute(batchId, { type: "StartRow", row, at: 1 })
+          yield* writer.execute(batchId, { type: "Cancel", at: 2 })
+          yield* writer.execute(batchId, completed(0, 3))
+
+          const closing = yield* writer.decide(batchId, completed(1, 4))
+          expect(closing.events.map((e) => e.type)).toEqual(["row_completed", "batch_cancelled"])
+          // Decided before those two events are in the log: the cancelled batch starts nothing.
+          const late = yield* writer.execute(batchId, { type: "StartRow", row: 2, at: 5 })
+          expect(late.events).toEqual([])
+          yield* closing.written
+
+          // Nothing runs, so the batch may be deleted (a writer that had reloaded the batch from the
+          // read model before the closing events reached it would still count two rows running).
+          const deleted = yield* writer.execute(batchId, { type: "Delete", at: 6 })
+          expect(deleted.events.map((e) => e.type)).toEqual(["batch_deleted"])
+        }),
+      ),
+    )
+  })
+})
