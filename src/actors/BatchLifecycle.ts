@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Queue } from "effect"
 import type { BatchEvent } from "../domain/batch/events.js"
-import { BatchWriter, type Written } from "./BatchWriter.js"
+import { BatchWriter } from "./BatchWriter.js"
 
 /** A batch was created, finished or deleted; its new state is readable once the projections reach `seq`. */
 export interface LifecycleChange {
@@ -28,17 +28,13 @@ export const announcing = Layer.effect(
     const writer = yield* BatchWriter
     const changes = yield* BatchLifecycle
     const announce = (batchId: string, seq: number) => Effect.sync(() => Queue.unsafeOffer(changes, { batchId, seq }))
-    const announceWritten = (batchId: string) => (written: Written) =>
-      written.events.some((e) => changesTimers.has(e.type)) ? announce(batchId, written.seq) : Effect.void
     return {
       ...writer,
       create: (batch) => Effect.tap(writer.create(batch), ({ batchId, seq }) => announce(batchId, seq)),
-      execute: (batchId, command) => Effect.tap(writer.execute(batchId, command), announceWritten(batchId)),
-      decide: (batchId, command) =>
-        Effect.map(writer.decide(batchId, command), (decided) => ({
-          ...decided,
-          written: Effect.tap(decided.written, announceWritten(batchId)),
-        })),
+      execute: (batchId, command) =>
+        Effect.tap(writer.execute(batchId, command), ({ events, seq }) =>
+          events.some((e) => changesTimers.has(e.type)) ? announce(batchId, seq) : Effect.void,
+        ),
     } satisfies BatchWriter["Type"]
   }),
 )

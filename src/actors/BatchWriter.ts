@@ -25,8 +25,7 @@ export interface Written {
 }
 
 export interface BatchWriterShape {
-  /** Answers once the batch is in the log; the read model has it once the projections reach `seq`. */
-  readonly create: (batch: NewBatch) => Effect.Effect<Created, LogUnavailable>
+  readonly create: (batch: NewBatch) => Effect.Effect<{ readonly batchId: string; readonly seq: number }, LogUnavailable>
   /** Decides the command against the batch's state and writes the events: the single writer of each batch. */
   readonly execute: (batchId: string, command: BatchCommand) => Effect.Effect<Written, Rejection | LogUnavailable>
   /**
@@ -38,12 +37,6 @@ export interface BatchWriterShape {
   readonly now: Effect.Effect<number>
   /** The row's phase as the writer knows it (the log's, after a reload). */
   readonly rowPhase: (batchId: string, row: number) => Effect.Effect<RowPhase | undefined, LogUnavailable>
-}
-
-export interface Created {
-  readonly batchId: string
-  readonly seq: number
-  readonly created: Extract<BatchEvent, { type: "batch_created" }>
 }
 
 export interface Decided {
@@ -71,7 +64,7 @@ const message = (event: BatchEvent): AppendInput => ({
 })
 
 const createMessages = (batch: NewBatch, batchId: string, now: number) => {
-  const created: Created["created"] = {
+  const created: BatchEvent = {
     type: "batch_created",
     batch_id: batchId,
     account_id: batch.accountId,
@@ -179,7 +172,7 @@ export const Live = Layer.effect(
         rows = undefined
         const written = yield* log.append(messages)
         live.set(batchId, fresh(evolve(initialState(batchId), created)))
-        return { batchId, seq: Math.max(...written.map((w) => w.seq)), created } satisfies Created
+        return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
     }
 

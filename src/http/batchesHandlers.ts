@@ -6,7 +6,6 @@ import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
 import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
-import { createdRow } from "../projections/batches.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
@@ -19,7 +18,6 @@ import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { parseAfter, parseLimit } from "./pageParams.js"
 import { type ApiError, respondJson, respondJsonText } from "./respond.js"
 import { resultsJsonlResponse } from "./resultsJsonl.js"
-import { pendingCreates } from "./pendingCreates.js"
 import { HttpSettings } from "./settings.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
 
@@ -39,18 +37,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const answerError = (error: ApiError) => respondJson(Effect.fail(error))
     const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
 
-    const pending = pendingCreates(projector, batches)
-    const owned = (accountId: string, batchId: string) =>
-      Effect.zipRight(
-        pending.awaitBatch(batchId),
-        Effect.suspend(() => {
-          const row = batches.ofAccount(accountId, batchId)
-          return row === undefined ? Effect.fail(batchNotFound(batchId)) : Effect.succeed(row)
-        }),
-      )
+    const owned = (accountId: string, batchId: string) => {
+      const row = batches.ofAccount(accountId, batchId)
+      return row === undefined ? Effect.fail(batchNotFound(batchId)) : Effect.succeed(row)
+    }
     const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
 
-    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, pending.unprojected)
+    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches)
 
     // The parsed body and its rows are handed over once, to the writer, and not kept while the
     // projections apply them: a 32 MiB batch is well over 100 MB of objects.
@@ -80,14 +73,11 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
           yield* limit.hasRoom(caller.account.id)
-          // The rows of the creates already answered are applied before this body is read, so that
-          // one create's objects at a time are in memory, however many clients send batches at once.
-          yield* pending.awaitAll
           const valid = yield* validBatch(caller.account.models)
-          const stored = yield* limit.holdingPlace(
+          const batchId = yield* limit.holdingPlace(
             caller.account.id,
             Effect.gen(function* () {
-              const stored = yield* writer
+              const { batchId, seq } = yield* writer
                 .create({
                   accountId: caller.account.id,
                   keyId: caller.keyId,
@@ -96,15 +86,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
                   requests: valid.take(),
                 })
                 .pipe(Effect.mapError(logDown))
-              // Counted against the account's places from here until the read model counts it.
-              const applied = yield* pending.add(stored.batchId, caller.account.id, stored.seq)
-              // Nothing runs during the create call: the rows start in the background once applied.
-              yield* Effect.forkDaemon(Effect.zipRight(applied, dispatcher.enqueueBatch(stored.batchId)))
-              return stored
+              yield* projector.awaitSeq(seq)
+              return batchId
             }),
           )
-          // Answered once the batch is in the log, before the read model has its rows.
-          return toBatchObject(createdRow(stored.created, stored.seq))
+          // Nothing runs during the create call: the rows start in the background.
+          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId))
+          return current(batchId)
         })),
       )
       .handleRaw("retrieve", ({ path }) =>
@@ -116,7 +104,6 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("list", ({ urlParams }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
-          yield* pending.awaitAccount(caller.account.id)
           const limit = yield* parseLimit(urlParams.limit, 100, 20)
           const after = yield* parseAfter(urlParams.after)
           let afterSeq: number | undefined

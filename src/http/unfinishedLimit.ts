@@ -3,14 +3,13 @@ import type { BatchReads } from "../projections/batchReads.js"
 import { tooManyRequests } from "./errors.js"
 
 /** How many unfinished batches (`validating`, `in_progress`, `cancelling`) an account may have. */
-/** `unprojected` counts the account's batches that are stored and answered but not yet in the read model. */
-export const unfinishedLimit = (batches: BatchReads, max: number, unprojected: (accountId: string) => number) => {
+export const unfinishedLimit = (batches: BatchReads, max: number) => {
   // Creates between their check and their batch becoming readable, per account: two concurrent
   // creates cannot both take the last place.
   const storing = new Map<string, number>()
   const hasRoom = (accountId: string) =>
     Effect.suspend(() =>
-      batches.unfinishedCount(accountId) + unprojected(accountId) + (storing.get(accountId) ?? 0) < max
+      batches.unfinishedCount(accountId) + (storing.get(accountId) ?? 0) < max
         ? Effect.void
         : Effect.fail(
             tooManyRequests(

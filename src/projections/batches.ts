@@ -1,6 +1,5 @@
 import type Database from "better-sqlite3"
 import type { BatchEvent } from "../domain/batch/events.js"
-import type { BatchRow } from "./batchReads.js"
 
 const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
 const secs = (ms: number) => Math.floor(ms / 1000)
@@ -13,33 +12,6 @@ interface Counters {
   cancelled: number
   cost_usd: number
 }
-
-/** The row a `batch_created` event at `seq` makes: what the create answers before the projection has applied it. */
-export const createdRow = (event: Extract<BatchEvent, { type: "batch_created" }>, seq: number): BatchRow => ({
-  id: event.batch_id,
-  account_id: event.account_id,
-  key_id: event.key_id,
-  seq,
-  status: "validating",
-  completion_window: event.completion_window,
-  created_at: secs(event.created_at),
-  in_progress_at: null,
-  expires_at: secs(event.expires_at),
-  completed_at: null,
-  failed_at: null,
-  expired_at: null,
-  cancelling_at: null,
-  cancelled_at: null,
-  total: event.total,
-  completed: 0,
-  failed: 0,
-  cancelled: 0,
-  running: 0,
-  cost_usd: 0,
-  metadata: event.metadata === null ? null : JSON.stringify(event.metadata),
-  error: null,
-  models: JSON.stringify(event.models),
-})
 
 /**
  * Batch objects and their counters, one row per batch. Row events move counters held in memory,
@@ -90,22 +62,20 @@ export const batchesProjection = (db: Database.Database) => {
   const apply = (event: BatchEvent, seq: number): boolean => {
     if (!rowEventTypes.has(event.type)) flush()
     switch (event.type) {
-      case "batch_created": {
-        const row = createdRow(event, seq)
+      case "batch_created":
         s.created.run(
-          row.id,
-          row.account_id,
-          row.key_id,
-          row.seq,
-          row.completion_window,
-          row.created_at,
-          row.expires_at,
-          row.total,
-          row.metadata,
-          row.models,
+          event.batch_id,
+          event.account_id,
+          event.key_id,
+          seq,
+          event.completion_window,
+          secs(event.created_at),
+          secs(event.expires_at),
+          event.total,
+          event.metadata === null ? null : JSON.stringify(event.metadata),
+          JSON.stringify(event.models),
         )
         return true
-      }
       case "rows_added":
         return true
       case "batch_started":

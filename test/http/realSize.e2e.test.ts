@@ -37,21 +37,6 @@ describe.each(["embedded", "nats"] as const)("batches at the real size on the %s
     const created = await api.call("POST", "/v1/batches", body)
     expect(created.status).toBe(200)
     expect(created.body.request_counts.total).toBe(50_000)
-    // Answered once the batch is in the log, before the read model has its rows: reads sent at
-    // once wait for it, so a client always reads the batch it has just created.
-    const [got, listed, firstPage] = await Promise.all([
-      api.call("GET", `/v1/batches/${created.body.id}`),
-      api.call("GET", "/v1/batches?limit=1"),
-      api.call("GET", `/v1/batches/${created.body.id}/results?limit=1`),
-    ])
-    expect(got.status).toBe(200)
-    const stable = ({ id, created_at, expires_at, completion_window, metadata, endpoint }: Record<string, unknown>) =>
-      ({ id, created_at, expires_at, completion_window, metadata, endpoint })
-    expect(stable(got.body)).toEqual(stable(created.body))
-    expect(got.body.request_counts.total).toBe(50_000)
-    expect(listed.body.data[0].id).toBe(created.body.id)
-    expect(firstPage.status).toBe(200)
-    expect(firstPage.body.data[0].custom_id).toBe("row-0")
     const done = await api.waitFinal(created.body.id, 300_000)
     expect(done.status).toBe("completed")
     expect(done.request_counts).toEqual({ total: 50_000, completed: 50_000, failed: 0 })
