@@ -7,6 +7,8 @@ const batchExpiredError = JSON.stringify({
   message: "Not run: the completion window closed first",
 })
 
+const ROWS_PER_INSERT = 64
+
 /** One result line per submitted row, in submission order, plus the row's request body for the dispatcher. */
 export const resultsProjection = (db: Database.Database) => {
   const s = {
@@ -14,6 +16,10 @@ export const resultsProjection = (db: Database.Database) => {
     row: db.prepare(
       `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES (?, ?, ?, ?, 'queued')`,
     ),
+    rows: db.prepare(
+      `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES ${Array(ROWS_PER_INSERT).fill("(?, ?, ?, ?, 'queued')").join(", ")}`,
+    ),
+    inputs: db.prepare(`INSERT OR IGNORE INTO inputs (batch_id, idx, body) VALUES ${Array(ROWS_PER_INSERT).fill("(?, ?, ?)").join(", ")}`),
     // Each row event applies only from the phase it leaves, so a duplicate (a publish retried after
     // JetStream's de-duplication window) changes nothing, and the batch counters follow suit.
     started: db.prepare(
@@ -40,12 +46,28 @@ export const resultsProjection = (db: Database.Database) => {
   /** Answers whether the event changed a row: the batch's counters move only when it did. */
   return (event: BatchEvent, tookEffect: boolean): boolean => {
     switch (event.type) {
-      case "rows_added":
-        event.rows.forEach((row, i) => {
-          s.row.run(event.batch_id, event.first + i, row.custom_id, row.model)
-          s.input.run(event.batch_id, event.first + i, JSON.stringify(row.body))
-        })
+      case "rows_added": {
+        // Many rows per statement: a call into SQLite costs more than the row it inserts.
+        const { rows, first, batch_id } = event
+        let i = 0
+        for (; i + ROWS_PER_INSERT <= rows.length; i += ROWS_PER_INSERT) {
+          const rowValues: Array<unknown> = []
+          const inputValues: Array<unknown> = []
+          for (let k = i; k < i + ROWS_PER_INSERT; k++) {
+            const row = rows[k]!
+            rowValues.push(batch_id, first + k, row.custom_id, row.model)
+            inputValues.push(batch_id, first + k, JSON.stringify(row.body))
+          }
+          s.rows.run(rowValues)
+          s.inputs.run(inputValues)
+        }
+        for (; i < rows.length; i++) {
+          const row = rows[i]!
+          s.row.run(batch_id, first + i, row.custom_id, row.model)
+          s.input.run(batch_id, first + i, JSON.stringify(row.body))
+        }
         return true
+      }
       case "row_started":
         return s.started.run(event.attempt, event.batch_id, event.row, event.attempt).changes > 0
       case "row_retrying":
