@@ -81,10 +81,13 @@ export const makeModelActor = (
       }
     })
 
-    const outcomeOf = (attempt: number, body: string) =>
+    const outcomeOf = (attempt: number, body: string, freeSlot: () => void) =>
       Effect.gen(function* () {
-        const answer = yield* callUpstream(body)
-        load.observe(model, answer._tag === "Response" ? answer.status : undefined)
+        const answer = yield* callUpstream(body, (answer) => {
+          // Pushback cuts the slots before this one is given back.
+          load.observe(model, answer._tag === "Response" ? answer.status : undefined)
+          freeSlot()
+        })
         const classified = classifyUpstream(answer)
         const at = yield* writer.now
         switch (classified._tag) {
@@ -155,8 +158,7 @@ export const makeModelActor = (
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
         const body = results.body(batchId, row) ?? "{}"
-        const { at, outcome } = yield* outcomeOf(start.attempt, body)
-        freeSlot()
+        const { at, outcome } = yield* outcomeOf(start.attempt, body, freeSlot)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
         if (attempt === undefined) return
         const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })

@@ -154,7 +154,8 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     })
     yield* Effect.forkScoped(sweep)
 
-    return (body: string): Effect.Effect<UpstreamOutcome> =>
+    /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
+    return (body: string, onAnswered?: (outcome: UpstreamOutcome) => void): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
         const id = nextId++
         let settled = false
@@ -162,6 +163,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
           if (settled) return
           settled = true
           inFlight.delete(id)
+          onAnswered?.(outcome)
           resume(Effect.succeed(outcome))
         }
         if (inFlight.size === 0) Deferred.unsafeDone(idle, Effect.void)
