@@ -1,4 +1,4 @@
-import { Context, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
+import { Context, Effect, Either, Exit, Layer, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
@@ -44,14 +44,36 @@ export interface Decided {
   readonly written: Effect.Effect<Written, LogUnavailable>
 }
 
+type AppendExit = Exit.Exit<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>
+
+/** One decision's place in the outbox: its append's outcome, once known, and whoever waits for it. */
+interface Outgoing {
+  readonly messages: ReadonlyArray<AppendInput>
+  exit: AppendExit | undefined
+  waiting: Array<(exit: AppendExit) => void> | undefined
+}
+
 interface Entry {
   state: BatchState
-  readonly outbox: Array<{
-    readonly messages: ReadonlyArray<AppendInput>
-    readonly done: Deferred.Deferred<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>
-  }>
+  readonly outbox: Array<Outgoing>
   draining: boolean
 }
+
+// Lighter than a Deferred per decision, which cost about 1.5 µs each, twice a row.
+const settle = (outgoing: Outgoing, exit: AppendExit) => {
+  outgoing.exit = exit
+  const waiting = outgoing.waiting
+  outgoing.waiting = undefined
+  if (waiting !== undefined) for (const resume of waiting) resume(exit)
+}
+const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence> =>
+  Effect.suspend(() =>
+    outgoing.exit !== undefined
+      ? outgoing.exit
+      : Effect.async((resume) => {
+          ;(outgoing.waiting ??= []).push(resume)
+        }),
+  )
 
 export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
 
@@ -116,7 +138,7 @@ export const Live = Layer.effect(
           let offset = 0
           for (const decision of sending) {
             const count = decision.messages.length
-            Deferred.unsafeDone(decision.done, Exit.map(exit, (written) => written.slice(offset, offset + count)))
+            settle(decision, Exit.map(exit, (written) => written.slice(offset, offset + count)))
             offset += count
           }
         }
@@ -127,36 +149,48 @@ export const Live = Layer.effect(
         if (isFinal(state.status) && state.running === 0 && live.get(state.id) === current) live.delete(state.id)
       })
 
-    const decideCommand = (batchId: string, command: BatchCommand) =>
-      Effect.gen(function* () {
-        const current = yield* entry(batchId)
-        // Decide, evolve and queue the events in one synchronous step: no other command of this batch
-        // interleaves, and the log receives the batch's events in the order they were decided. The
-        // append is awaited outside that step, so many rows' decisions share one append.
-        const decision = decide(command, current.state)
-        if (Either.isLeft(decision)) return yield* Effect.fail(decision.left)
-        const events = decision.right
-        if (events.length === 0) return { events, written: Effect.map(projector.applied, (seq) => ({ events, seq })) }
-        current.state = events.reduce(evolve, current.state)
-        const done = Deferred.unsafeMake<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>(FiberId.none)
-        current.outbox.push({ messages: events.map(message), done })
-        if (!current.draining) {
-          current.draining = true
-          Runtime.runFork(runtime)(drain(current))
-        }
-        const written = Effect.gen(function* () {
-          const results = yield* Deferred.await(done).pipe(
+    /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
+    const decideOn = (batchId: string, current: Entry, command: BatchCommand): Effect.Effect<Decided, Rejection> => {
+      const decision = decide(command, current.state)
+      if (Either.isLeft(decision)) return Effect.fail(decision.left)
+      const events = decision.right
+      if (events.length === 0) return Effect.succeed({ events, written: Effect.map(projector.applied, (seq) => ({ events, seq })) })
+      current.state = events.reduce(evolve, current.state)
+      const outgoing: Outgoing = { messages: events.map(message), exit: undefined, waiting: undefined }
+      current.outbox.push(outgoing)
+      if (!current.draining) {
+        current.draining = true
+        Runtime.runFork(runtime)(drain(current))
+      }
+      const written: Effect.Effect<Written, LogUnavailable> = appended(outgoing).pipe(
+        Effect.matchEffect({
+          onFailure: (error) => {
             // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
-            Effect.tapError(() => Effect.sync(() => live.get(batchId) === current && live.delete(batchId))),
-            Effect.catchTag("WrongLastSequence", () =>
-              // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
-              Effect.as(Effect.flatMap(log.lastSeq, projector.awaitSeq), [] as ReadonlyArray<AppendResult>),
-            ),
-          )
-          if (results.length === 0) return { events: [], seq: yield* projector.applied }
-          return { events, seq: Math.max(...results.map((w) => w.seq)) }
-        })
-        return { events, written } satisfies Decided
+            if (live.get(batchId) === current) live.delete(batchId)
+            if (error._tag === "LogUnavailable") return Effect.fail(error)
+            // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
+            return Effect.flatMap(Effect.flatMap(log.lastSeq, projector.awaitSeq), () => nothingWritten)
+          },
+          onSuccess: (results) => {
+            if (results.length === 0) return nothingWritten
+            let seq = 0
+            for (const r of results) seq = Math.max(seq, r.seq)
+            return Effect.succeed({ events, seq })
+          },
+        }),
+      )
+      return Effect.succeed({ events, written })
+    }
+    const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
+
+    // No other command of this batch interleaves with a decision, and the log receives the batch's
+    // events in the order they were decided. The append is awaited outside that step, so many rows'
+    // decisions share one append.
+    const decideCommand = (batchId: string, command: BatchCommand): Effect.Effect<Decided, Rejection | LogUnavailable> =>
+      Effect.suspend(() => {
+        const known = live.get(batchId)
+        if (known !== undefined) return decideOn(batchId, known, command)
+        return Effect.flatMap(entry(batchId), (current) => decideOn(batchId, current, command))
       })
 
     const execute = (batchId: string, command: BatchCommand) =>

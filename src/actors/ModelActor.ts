@@ -1,4 +1,4 @@
-import { Deferred, Effect, Random, Schedule } from "effect"
+import { Effect, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
@@ -9,6 +9,7 @@ import type { BatchWriterShape, Decided } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
+import { makeBodyCache } from "./bodyCache.js"
 import { makeUpstreamCaller } from "./upstreamCall.js"
 
 export interface ModelActor {
@@ -38,8 +39,9 @@ export const makeModelActor = (
 ) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
+    const bodies = makeBodyCache(results, model.id)
     const callUpstream = yield* makeUpstreamCaller(model)
-    let waiting: Array<Deferred.Deferred<void>> = []
+    let waiting: Array<() => void> = []
     // A batch slot is an upstream call: held from the row's take until the model answers. Its log writes
     // are not: the start is appended while the call runs and the settle after the slot is free, so the
     // slots stay busy however long the log takes (B3). `busy` counts rows from take until settled.
@@ -51,7 +53,7 @@ export const makeModelActor = (
     const wake = (n = Infinity) => {
       const sleepers = n >= waiting.length ? waiting : waiting.slice(0, n)
       waiting = n >= waiting.length ? [] : waiting.slice(n)
-      for (const d of sleepers) Deferred.unsafeDone(d, Effect.void)
+      for (const resume of sleepers) resume()
     }
     const wakeAll = () => wake()
     const stopTaking = () => {
@@ -75,9 +77,9 @@ export const makeModelActor = (
           admission.acquire(item.accountId)
           return item
         }
-        const bell = yield* Deferred.make<void>()
-        waiting.push(bell)
-        yield* Deferred.await(bell)
+        yield* Effect.async<void>((resume) => {
+          waiting.push(() => resume(Effect.void))
+        })
       }
     })
 
@@ -157,7 +159,7 @@ export const makeModelActor = (
         }
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
-        const body = results.body(batchId, row) ?? "{}"
+        const body = bodies.take(batchId, row) ?? "{}"
         const { at, outcome } = yield* outcomeOf(start.attempt, body, freeSlot)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
         if (attempt === undefined) return
@@ -214,7 +216,10 @@ export const makeModelActor = (
     return {
       model,
       enqueue,
-      drop: (batchId: string) => queue.drop(batchId),
+      drop: (batchId: string) => {
+        queue.drop(batchId)
+        bodies.drop(batchId)
+      },
       stopTaking,
       inFlight: () => calling,
       queued: () => queue.size,

@@ -56,6 +56,10 @@ export const resultReads = (db: Database.Database) => {
     ),
     pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
     body: db.prepare(`SELECT body FROM inputs WHERE batch_id = ? AND idx = ?`),
+    queuedBodies: db.prepare(
+      `SELECT i.idx AS idx, i.body AS body FROM inputs i JOIN results r ON r.batch_id = i.batch_id AND r.idx = i.idx
+       WHERE i.batch_id = ? AND i.idx >= ? AND r.model = ? AND r.status = 'queued' ORDER BY i.idx LIMIT ?`,
+    ),
     customId: db.prepare<[string, number], string>(`SELECT custom_id FROM results WHERE batch_id = ? AND idx = ?`).pluck(),
     unsettled: db
       .prepare<[string], number>(`SELECT EXISTS (SELECT 1 FROM results WHERE batch_id = ? AND status IN ('queued', 'running'))`)
@@ -111,6 +115,17 @@ export const resultReads = (db: Database.Database) => {
     /** Rows that still need a slot: read once per batch when it is enqueued, never on the dispatch path. */
     pending: (batchId: string) => s.pending.all(batchId) as Array<{ idx: number; model: string; status: "queued" | "running" }>,
     body: (batchId: string, idx: number) => (s.body.get(batchId, idx) as { body: string } | undefined)?.body,
+    /** The bodies of the model's queued rows from `fromIdx` on, in order, until `maxRows` or `maxChars`. */
+    queuedBodies: (batchId: string, model: string, fromIdx: number, maxRows: number, maxChars: number) => {
+      const found: Array<{ idx: number; body: string }> = []
+      let chars = 0
+      for (const row of s.queuedBodies.iterate(batchId, fromIdx, model, maxRows) as Iterable<{ idx: number; body: string }>) {
+        found.push(row)
+        chars += row.body.length
+        if (chars >= maxChars) break
+      }
+      return found
+    },
   }
 }
 export type ResultReads = ReturnType<typeof resultReads>
