@@ -251,7 +251,13 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
             ),
           )
           return untilReconnect.pipe(
-            Stream.tap((m) => Effect.sync(() => (next = m.seq + 1))),
+            // Chunk by chunk: a tap per message would split the chunks, and the projections would then
+            // apply one event per transaction.
+            Stream.mapChunks((chunk) => {
+              const last = Chunk.last(chunk)
+              if (Option.isSome(last)) next = last.value.seq + 1
+              return chunk
+            }),
             Stream.repeat(Schedule.forever),
           )
         }),
