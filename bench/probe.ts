@@ -1,0 +1,111 @@
+/**
+ * Diagnostics behind the benchmark's figures, for profiling work: `npm run bench:probe -- cpu|slots [--nats]`.
+ * - `cpu`: batches of 20,000 rows against a 0 ms simulator, one after another on one Sluice process;
+ *   prints rows/s and the Sluice process's CPU time per row (from /proc), which moves less than rows/s
+ *   with the machine's load. The first batches run before the JIT has warmed up.
+ * - `slots`: one 20,000-row batch against a 50 ms simulator with 64 slots; reads the embedded log's
+ *   own times to show where a slot's time goes: the span from a row's start to its settle, the appends'
+ *   latency, and the utilization between the first start and the last settle.
+ * Add node flags for the Sluice process with BENCH_SLUICE_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=DIR).
+ */
+import Database from "better-sqlite3"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { cleanupAll, cleanupOnSignals, freePort, MODELS, startNats, startSim, startSluice } from "./processes.js"
+import { batchBody, smallRows } from "./rows.js"
+import { sluiceApi } from "./sluiceApi.js"
+
+const ROWS = 20_000
+const SLOTS = 64
+const LATENCY_MS = 50
+
+const { values, positionals } = parseArgs({
+  options: { nats: { type: "boolean", default: false }, batches: { type: "string", default: "5" } },
+  allowPositionals: true,
+})
+const which = positionals[0]
+if (which !== "cpu" && which !== "slots") {
+  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots")
+  process.exit(2)
+}
+
+/** User plus system CPU time of a process, in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+const cpu = async () => {
+  const sim = await startSim(0, await freePort())
+  const nats = values.nats ? await startNats() : undefined
+  const sluice = await startSluice({
+    models: [{ id: MODELS.fast, upstream_url: sim.url, batch_concurrency: SLOTS }],
+    ...(nats === undefined ? {} : { natsUrl: nats.url }),
+  })
+  const api = sluiceApi(sluice.url)
+  const body = batchBody(smallRows(ROWS, MODELS.fast))
+  for (let i = 0; i < Number(values.batches); i++) {
+    const created = await api.create(body)
+    const before = cpuMs(sluice.pid)
+    const done = await api.waitFinal(created.id, 25)
+    const used = cpuMs(sluice.pid) - before
+    const rowsPerSecond = ROWS / ((done.at - created.acceptedAt) / 1000)
+    console.log(`batch ${i + 1}: ${rowsPerSecond.toFixed(0)} rows/s, ${((used * 1000) / ROWS).toFixed(0)} µs of CPU a row`)
+  }
+  api.close()
+}
+
+interface Stored {
+  readonly subject: string
+  readonly data: Buffer
+  readonly time: number
+}
+
+const slots = async () => {
+  const sim = await startSim(LATENCY_MS, await freePort())
+  const sluice = await startSluice({ models: [{ id: MODELS.slow, upstream_url: sim.url, batch_concurrency: SLOTS }] })
+  const api = sluiceApi(sluice.url)
+  const created = await api.create(batchBody(smallRows(ROWS, MODELS.slow)))
+  const answeredAt = Date.now()
+  const done = await api.waitFinal(created.id, 25)
+  api.close()
+  const rowsPerSecond = ROWS / ((done.at - created.acceptedAt) / 1000)
+  const db = new Database(join(sluice.dataDir, "log.sqlite"), { readonly: true })
+  const startedAt = new Map<number, number>()
+  const spans: Array<number> = []
+  const startAppends: Array<number> = []
+  const settleAppends: Array<number> = []
+  let first = Number.POSITIVE_INFINITY
+  let last = 0
+  const rows = db.prepare("SELECT subject, data, time FROM messages WHERE subject LIKE ? ORDER BY seq").iterate(`batch.${created.id}.row_%`)
+  for (const m of rows as Iterable<Stored>) {
+    const event = JSON.parse(m.data.toString("utf8")) as { type: string; row: number; at: number }
+    if (event.type === "row_started") {
+      startedAt.set(event.row, event.at)
+      first = Math.min(first, event.at)
+      startAppends.push(m.time - event.at)
+    } else if (event.type === "row_completed") {
+      spans.push(event.at - startedAt.get(event.row)!)
+      settleAppends.push(m.time - event.at)
+      last = Math.max(last, event.at)
+    }
+  }
+  db.close()
+  spans.sort((a, b) => a - b)
+  const at = (q: number) => spans[Math.floor(q * (spans.length - 1))]
+  const mean = (xs: ReadonlyArray<number>) => (xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(2)
+  const ideal = SLOTS / (LATENCY_MS / 1000)
+  console.log(`${rowsPerSecond.toFixed(0)} rows/s: utilization ${(rowsPerSecond / ideal).toFixed(3)} of ${ideal} rows/s`)
+  console.log(`first row started ${first - answeredAt} ms after the create's answer`)
+  console.log(`utilization between the first start and the last settle: ${((ROWS * LATENCY_MS) / (SLOTS * (last - first))).toFixed(3)}`)
+  console.log(`start to settle (ms): mean ${mean(spans)}, p50 ${at(0.5)}, p90 ${at(0.9)}, p99 ${at(0.99)}, max ${at(1)}`)
+  console.log(`append latency (ms, decided to stored): start ${mean(startAppends)}, settle ${mean(settleAppends)}`)
+}
+
+cleanupOnSignals()
+try {
+  await (which === "cpu" ? cpu() : slots())
+} finally {
+  await cleanupAll()
+}
