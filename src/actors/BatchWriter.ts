@@ -149,12 +149,14 @@ export const Live = Layer.effect(
         if (isFinal(state.status) && state.running === 0 && live.get(state.id) === current) live.delete(state.id)
       })
 
+    const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
+
     /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
     const decideOn = (batchId: string, current: Entry, command: BatchCommand): Effect.Effect<Decided, Rejection> => {
       const decision = decide(command, current.state)
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = decision.right
-      if (events.length === 0) return Effect.succeed({ events, written: Effect.map(projector.applied, (seq) => ({ events, seq })) })
+      if (events.length === 0) return Effect.succeed({ events, written: nothingWritten })
       current.state = events.reduce(evolve, current.state)
       const outgoing: Outgoing = { messages: events.map(message), exit: undefined, waiting: undefined }
       current.outbox.push(outgoing)
@@ -181,8 +183,6 @@ export const Live = Layer.effect(
       )
       return Effect.succeed({ events, written })
     }
-    const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
-
     // No other command of this batch interleaves with a decision, and the log receives the batch's
     // events in the order they were decided. The append is awaited outside that step, so many rows'
     // decisions share one append.
