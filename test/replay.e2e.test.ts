@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 import { Chunk, Context, Effect, Layer, Stream } from "effect"
@@ -15,31 +14,16 @@ import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
+import { type ProcessRun, runToEnd } from "./support/processRun.js"
 import { type Sluice, startSluice } from "./support/sluice.js"
 
-interface Replayed {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
 /** `npm run replay` as an operator runs it: its own process, configured by the service's environment. */
-const runReplay = (dataDir: string, natsUrl: string | undefined, ...args: Array<string>): Promise<Replayed> =>
-  new Promise((resolve, reject) => {
-    const env: Record<string, string> = { ...(process.env as Record<string, string>), SLUICE_DATA_DIR: dataDir }
-    delete env.NATS_URL
-    if (natsUrl !== undefined) env.NATS_URL = natsUrl
-    const child = spawn(process.execPath, ["--import", "tsx", "src/replay.ts", ...args], {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const runReplay = (dataDir: string, natsUrl: string | undefined, ...args: Array<string>): Promise<ProcessRun> => {
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), SLUICE_DATA_DIR: dataDir }
+  delete env.NATS_URL
+  if (natsUrl !== undefined) env.NATS_URL = natsUrl
+  return runToEnd(process.execPath, ["--import", "tsx", "src/replay.ts", ...args], { env })
+}
 
 const fileDigest = (path: string): ReadModelDigest => {
   const db = openReadOnly(path)
