@@ -330,6 +330,46 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
       }),
     ))
 
+  it("reads one message by its position, assembled from its parts, on its exact subject only", () =>
+    run(
+      Effect.gen(function* () {
+        const maxPayload = 100
+        const { log, raw } = yield* backend.open(maxPayload)
+        const payload = (seed: number, size: number) => Uint8Array.from({ length: size }, (_, i) => (seed * 17 + i) % 253)
+        yield* log.append([
+          { subject: "batch.a.rows_added", data: payload(1, 40) },
+          { subject: "batch.b.rows_added", data: payload(2, 60) },
+          { subject: "batch.a.rows_added", data: payload(3, 350) },
+          { subject: "batch.a.rows_added", data: payload(4, 10) },
+        ])
+        const read = yield* collect(log.read("batch.a.rows_added", 1))
+        expect(read.map((m) => [m.firstSeq ?? m.seq, m.seq])).toEqual([[1, 1], [3, 6], [7, 7]])
+        for (const m of read) {
+          const got = yield* log.readMessage(m.subject, m.firstSeq ?? m.seq, m.seq)
+          expect(got?.seq).toBe(m.seq)
+          expect(got?.subject).toBe(m.subject)
+          expect(Buffer.from(got!.data)).toEqual(Buffer.from(m.data))
+        }
+        expect((yield* log.readMessage("batch.a.rows_added", 3, 6))?.data).toEqual(payload(3, 350))
+        // Not its subject, not the whole message, or nothing there: no message.
+        expect(yield* log.readMessage("batch.b.rows_added", 1, 1)).toBeUndefined()
+        expect(yield* log.readMessage("batch.a.rows_added", 4, 6)).toBeUndefined()
+        expect(yield* log.readMessage("batch.a.rows_added", 50, 50)).toBeUndefined()
+
+        // Parts interleaved with another writer's parts of the same subject still assemble.
+        const a = splitIntoParts({ subject: "batch.c.result", data: payload(5, 250) }, maxPayload)
+        const b = splitIntoParts({ subject: "batch.c.result", data: payload(6, 150) }, maxPayload)
+        const outcomes = yield* raw.append([a[0]!, b[0]!, a[1]!, b[1]!, a[2]!])
+        const seqs = outcomes.map((o) => ("seq" in o ? o.seq : -1))
+        expect((yield* log.readMessage("batch.c.result", seqs[0]!, seqs[4]!))?.data).toEqual(payload(5, 250))
+        expect((yield* log.readMessage("batch.c.result", seqs[1]!, seqs[3]!))?.data).toEqual(payload(6, 150))
+
+        yield* log.purge("batch.a.>")
+        expect(yield* log.readMessage("batch.a.rows_added", 7, 7)).toBeUndefined()
+        expect(yield* log.readMessage("batch.a.rows_added", 3, 6)).toBeUndefined()
+      }),
+    ))
+
   it("completes a chunked message whose first attempt stored only some parts when retried with its msgId", () =>
     run(
       Effect.gen(function* () {

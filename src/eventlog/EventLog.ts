@@ -26,6 +26,8 @@ export interface LogMessage {
    * is), not at seq + 1, and skip what it has already applied.
    */
   readonly resumeSeq?: number
+  /** Where a multi-part message's first part is stored (`seq` is its last part's); absent for one part. */
+  readonly firstSeq?: number
 }
 
 export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{
@@ -52,6 +54,11 @@ export interface EventLogShape {
   readonly read: (filter: string, fromSeq: number) => Stream.Stream<LogMessage, LogUnavailable>
   /** Like `read`, then keeps following new messages forever, across reconnects. */
   readonly follow: (filter: string, fromSeq: number) => Stream.Stream<LogMessage, LogUnavailable>
+  /**
+   * The one message on `subject` stored from `firstSeq` to `seq` (both its own: the same seq unless it
+   * is in parts), assembled; undefined once it has been purged. A lookup by position, with no consumer.
+   */
+  readonly readMessage: (subject: string, firstSeq: number, seq: number) => Effect.Effect<LogMessage | undefined, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
   /** Removes every message whose subject matches `filter`; answers how many stored messages went. */
   readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>

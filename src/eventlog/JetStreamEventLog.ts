@@ -5,6 +5,7 @@ import {
   type JetStreamManager,
   type JetStreamPublishOptions,
   type JsMsg,
+  type StoredMsg,
   jetstream,
   jetstreamManager,
   StorageType,
@@ -88,6 +89,15 @@ const toRaw = (m: JsMsg): RawMessage => {
   const keys = m.headers?.keys().filter((k) => !k.startsWith("Nats-")) ?? []
   if (keys.length === 0) return message
   return { ...message, headers: Object.fromEntries(keys.map((k) => [k, m.headers!.get(k)])) }
+}
+
+const storedToRaw = (m: StoredMsg): RawMessage => {
+  // A plain Uint8Array view (the client decodes into a Buffer), like every other message the log gives.
+  const data = new Uint8Array(m.data.buffer, m.data.byteOffset, m.data.byteLength)
+  const message = { seq: m.seq, subject: m.subject, data, time: m.time.getTime() }
+  const keys = m.header.keys().filter((k) => !k.startsWith("Nats-"))
+  if (keys.length === 0) return message
+  return { ...message, headers: Object.fromEntries(keys.map((k) => [k, m.header.get(k)])) }
 }
 
 const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array<string>) => {
@@ -260,6 +270,19 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
             }),
             Stream.repeat(Schedule.forever),
           )
+        }),
+      // One stream message-get per seq: no consumer, so none of 2.9's filtered-consumer miscounts mid-history.
+      range: (subject, fromSeq, toSeq) =>
+        Effect.tryPromise({
+          try: async () => {
+            const found: Array<RawMessage> = []
+            for (let seq = fromSeq; seq <= toSeq; seq++) {
+              const stored = await jsm.streams.getMessage(stream, { seq })
+              if (stored !== null && stored.subject === subject) found.push(storedToRaw(stored))
+            }
+            return found
+          },
+          catch: unavailable("read failed"),
         }),
       lastSeq: Effect.map(streamInfo, (si) => si.state.last_seq),
       purge: (filter) =>

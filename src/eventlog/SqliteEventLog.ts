@@ -69,6 +69,9 @@ const statements = (db: Database.Database) => {
     lastOnSubject: db.prepare<[string], number>(
       "SELECT seq FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1",
     ).pluck(),
+    range: db.prepare<[string, number, number], StoredRow>(
+      "SELECT seq, subject, headers, data, time FROM messages WHERE subject = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+    ),
     lastSeq: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
     pageEvery,
     pageAll: page(false),
@@ -235,6 +238,8 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
           ),
         ),
       follow: (filter, fromSeq) => scan(filter, fromSeq, undefined),
+      range: (subject, fromSeq, toSeq) =>
+        Effect.try({ try: () => sql.range.all(subject, fromSeq, toSeq).map(toMessage), catch: unavailable("read failed") }),
       lastSeq: Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),
       purge: (filter) =>
         Effect.try({

@@ -29,6 +29,8 @@ export interface RawEventLog {
   readonly append: (messages: ReadonlyArray<RawAppend>) => Effect.Effect<ReadonlyArray<RawOutcome>, LogUnavailable>
   readonly read: (filter: string, fromSeq: number) => Stream.Stream<RawMessage, LogUnavailable>
   readonly follow: (filter: string, fromSeq: number) => Stream.Stream<RawMessage, LogUnavailable>
+  /** The stored messages on exactly `subject` with seqs from `fromSeq` to `toSeq`, in order. */
+  readonly range: (subject: string, fromSeq: number, toSeq: number) => Effect.Effect<ReadonlyArray<RawMessage>, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
   readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>
 }
@@ -138,7 +140,7 @@ const makeReassembler = () => {
     const assembly = open.get(id)!
     if (assembly.parts.length < n) return Option.none()
     open.delete(id)
-    return Option.some(withResume({ ...plain, data: concat(assembly.parts) }))
+    return Option.some(withResume({ ...plain, data: concat(assembly.parts), firstSeq: assembly.firstSeq }))
   }
 }
 
@@ -151,6 +153,18 @@ export const withChunking = (raw: RawEventLog): EventLogShape => ({
   append: appendChunked(raw),
   read: (filter, fromSeq) => reassemble(raw.read(filter, fromSeq)),
   follow: (filter, fromSeq) => reassemble(raw.follow(filter, fromSeq)),
+  readMessage: (subject, firstSeq, seq) =>
+    Effect.map(raw.range(subject, firstSeq, seq), (stored) => {
+      const join = makeReassembler()
+      for (const part of stored) {
+        const message = join(part)
+        if (Option.isSome(message) && message.value.seq === seq) {
+          const { resumeSeq: _, ...whole } = message.value
+          return whole
+        }
+      }
+      return undefined
+    }),
   lastSeq: raw.lastSeq,
   purge: raw.purge,
 })
