@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { Catalog } from "../config/Catalog.js"
+import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads } from "../projections/batchReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { resultReads } from "../projections/resultReads.js"
@@ -32,8 +33,9 @@ export const Live = Layer.scoped(
     const actors = new Map<string, ModelActor>()
     const admission = yield* Admission
     const load = yield* ModelLoad
+    const log = yield* EventLog
     for (const model of catalog.values()) {
-      actors.set(model.id, yield* makeModelActor(model, writer, results, admission, load))
+      actors.set(model.id, yield* makeModelActor(model, writer, results, log, admission, load))
     }
 
     const failUnservable = (batchId: string, row: number, model: string) =>

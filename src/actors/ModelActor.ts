@@ -4,6 +4,7 @@ import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
 import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
+import type { EventLogShape } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape, Decided } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
@@ -34,12 +35,13 @@ export const makeModelActor = (
   model: ModelEntry,
   writer: BatchWriterShape,
   results: ResultReads,
+  log: EventLogShape,
   admission: AdmissionShape,
   load: ModelLoadShape,
 ) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
-    const bodies = makeBodyCache(results, model.id)
+    const bodies = makeBodyCache(results, log)
     const callUpstream = yield* makeUpstreamCaller(model)
     let waiting: Array<() => void> = []
     // A batch slot is an upstream call: held from the row's take until the model answers. Its log writes
@@ -135,6 +137,18 @@ export const makeModelActor = (
       )
     }
 
+    // Like a write: a body the log cannot give yet (a NATS restart) is read again until it can.
+    const bodyOf = (batchId: string, row: number) => {
+      const attempt = bodies.take(batchId, row)
+      return attempt.pipe(
+        Effect.catchTag("LogUnavailable", (e) =>
+          Effect.logWarning(`row ${row} of ${batchId} waits for the event log to read its body: ${e.message}`).pipe(
+            Effect.andThen(attempt.pipe(Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }))),
+          ),
+        ),
+      )
+    }
+
     /** The row's attempt once its start is in the log, or undefined when it no longer runs. */
     const startWritten = (batchId: string, row: number, decided: Decided, attempt: number) =>
       Effect.gen(function* () {
@@ -159,7 +173,7 @@ export const makeModelActor = (
         }
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
-        const body = bodies.take(batchId, row) ?? "{}"
+        const body = (yield* bodyOf(batchId, row)) ?? "{}"
         const { at, outcome } = yield* outcomeOf(start.attempt, body, freeSlot)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
         if (attempt === undefined) return

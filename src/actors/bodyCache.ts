@@ -1,50 +1,96 @@
+import { Deferred, Effect, Exit, FiberId } from "effect"
+import { batchSubject } from "../domain/batch/subjects.js"
+import { type EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 
-const READ_AHEAD_ROWS = 64
-const READ_AHEAD_CHARS = 1024 * 1024
-const MAX_CACHED_CHARS = 16 * 1024 * 1024
+const MAX_CACHED_BYTES = 8 * 1024 * 1024
+
+interface Chunk {
+  readonly key: string
+  readonly batchId: string
+  readonly first: number
+  readonly bodies: ReadonlyArray<unknown>
+  readonly bytes: number
+}
+
+const text = new TextDecoder()
+const interrupted = new LogUnavailable({ message: "the read of the request bodies was interrupted" })
 
 /**
- * Request bodies for one model's rows. A batch's rows are mostly taken in order, so a miss reads the
- * next queued rows' bodies with it: one range read instead of a lookup per row. What is read ahead
- * is bounded, and forgotten when the batch is dropped or the bound is reached.
+ * Request bodies for one model's rows, read from the batch's `rows_added` events in the log: the
+ * bodies are stored once, there. A batch's rows are mostly taken in order, so one event read serves
+ * the hundreds of rows it holds. The events read are kept, most recently used last, up to a bound
+ * in stored bytes, and forgotten when their batch is dropped.
  */
-export const makeBodyCache = (results: ResultReads, model: string) => {
-  const byBatch = new Map<string, Map<number, string>>()
-  let cachedChars = 0
-  const clear = () => {
-    byBatch.clear()
-    cachedChars = 0
+export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
+  const chunks = new Map<string, Chunk>()
+  // The chunk each batch last took a row from: where its next row nearly always is.
+  const current = new Map<string, Chunk>()
+  // Reads under way: the many workers that miss on one event at once wait for one read of it.
+  const loading = new Map<string, Deferred.Deferred<Chunk | undefined, LogUnavailable>>()
+  let cachedBytes = 0
+
+  const bodyIn = (chunk: Chunk | undefined, row: number): string | undefined => {
+    if (chunk === undefined || row < chunk.first || row >= chunk.first + chunk.bodies.length) return undefined
+    return JSON.stringify(chunk.bodies[row - chunk.first])
   }
-  const take = (batchId: string, row: number): string | undefined => {
-    const cached = byBatch.get(batchId)
-    const hit = cached?.get(row)
-    if (hit !== undefined) {
-      cached!.delete(row)
-      cachedChars -= hit.length
-      return hit
+  const use = (chunk: Chunk) => {
+    chunks.delete(chunk.key)
+    chunks.set(chunk.key, chunk)
+    current.set(chunk.batchId, chunk)
+  }
+  const keep = (chunk: Chunk) => {
+    use(chunk)
+    cachedBytes += chunk.bytes
+    for (const oldest of chunks.values()) {
+      if (cachedBytes <= MAX_CACHED_BYTES || oldest === chunk) break
+      forget(oldest)
     }
-    const read = results.queuedBodies(batchId, model, row, READ_AHEAD_ROWS, READ_AHEAD_CHARS)
-    const first = read[0]
-    // Not queued in the read model (a retry whose requeue it has not applied yet): read it alone.
-    if (first?.idx !== row) return results.body(batchId, row)
-    if (cachedChars > MAX_CACHED_CHARS) clear()
-    let ahead = byBatch.get(batchId)
-    if (ahead === undefined) byBatch.set(batchId, (ahead = new Map()))
-    for (let i = 1; i < read.length; i++) {
-      const { idx, body } = read[i]!
-      if (!ahead.has(idx)) {
-        ahead.set(idx, body)
-        cachedChars += body.length
+  }
+  const forget = (chunk: Chunk) => {
+    chunks.delete(chunk.key)
+    cachedBytes -= chunk.bytes
+    if (current.get(chunk.batchId) === chunk) current.delete(chunk.batchId)
+  }
+
+  /** The row's request body as JSON text; undefined when the log no longer has it (the batch was deleted). */
+  const take = (batchId: string, row: number): Effect.Effect<string | undefined, LogUnavailable> => {
+    const hit = bodyIn(current.get(batchId), row)
+    if (hit !== undefined) return Effect.succeed(hit)
+    return Effect.suspend(() => {
+      const where = results.rowChunk(batchId, row)
+      if (where === undefined) return Effect.succeed(undefined)
+      const key = `${batchId}:${where.first}`
+      const known = chunks.get(key)
+      if (known !== undefined) {
+        use(known)
+        return Effect.succeed(bodyIn(known, row))
       }
-    }
-    return first.body
+      const pending = loading.get(key)
+      if (pending !== undefined) return Effect.map(Deferred.await(pending), (chunk) => bodyIn(chunk, row))
+      const loaded = Deferred.unsafeMake<Chunk | undefined, LogUnavailable>(FiberId.none)
+      loading.set(key, loaded)
+      return log.readMessage(batchSubject(batchId, "rows_added"), where.firstSeq, where.seq).pipe(
+        Effect.map((message): Chunk | undefined => {
+          if (message === undefined) return undefined
+          const event = JSON.parse(text.decode(message.data)) as { readonly rows: ReadonlyArray<{ readonly body: unknown }> }
+          const chunk: Chunk = { key, batchId, first: where.first, bodies: event.rows.map((r) => r.body), bytes: message.data.length }
+          keep(chunk)
+          return chunk
+        }),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            loading.delete(key)
+            Deferred.unsafeDone(loaded, Exit.isInterrupted(exit) ? Exit.fail(interrupted) : exit)
+          }),
+        ),
+        Effect.map((chunk) => bodyIn(chunk, row)),
+      )
+    })
   }
   const drop = (batchId: string) => {
-    const cached = byBatch.get(batchId)
-    if (cached === undefined) return
-    for (const body of cached.values()) cachedChars -= body.length
-    byBatch.delete(batchId)
+    for (const chunk of [...chunks.values()]) if (chunk.batchId === batchId) forget(chunk)
+    current.delete(batchId)
   }
   return { take, drop }
 }

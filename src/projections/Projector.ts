@@ -65,7 +65,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
       // A row event moves the batch's counters only if it moved the row; a lifecycle event settles
       // the idle rows only if it changed the batch.
       if (rowEventTypes.has(event.type)) {
-        if (results(event, true)) {
+        if (results(event, true, message)) {
           batches.apply(event, message.seq)
           if (event.type === "row_completed") {
             const charged = usage.apply(event)
@@ -74,7 +74,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
         }
       } else {
         usage.forget()
-        results(event, batches.apply(event, message.seq))
+        results(event, batches.apply(event, message.seq), message)
       }
     } else if (kind === "account") {
       const event = decodeAccount(payload)

@@ -36,11 +36,12 @@ CREATE TABLE IF NOT EXISTS results (
   error TEXT,
   PRIMARY KEY (batch_id, idx)
 );
-CREATE TABLE IF NOT EXISTS inputs (
+CREATE TABLE IF NOT EXISTS row_chunks (
   batch_id TEXT NOT NULL,
-  idx INTEGER NOT NULL,
-  body TEXT NOT NULL,
-  PRIMARY KEY (batch_id, idx)
+  first INTEGER NOT NULL,
+  first_seq INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (batch_id, first)
 );
 CREATE TABLE IF NOT EXISTS accounts (
   id TEXT PRIMARY KEY,
@@ -67,6 +68,21 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 `
 
+// 2: request bodies are no longer copied into an \`inputs\` table; \`row_chunks\` says where in the log they are.
+const SCHEMA_VERSION = 2
+const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "accounts", "api_keys", "usage"]
+
+/** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
+const migrate = (db: Database.Database) => {
+  const version = db.pragma("user_version", { simple: true }) as number
+  if (version >= SCHEMA_VERSION) return
+  db.transaction(() => {
+    for (const table of OLDER_TABLES) db.exec(`DROP TABLE IF EXISTS ${table}`)
+    db.exec(schema)
+    db.pragma(`user_version = ${SCHEMA_VERSION}`)
+  })()
+}
+
 /** The SQLite file every projection writes and the HTTP layer reads; one connection, used synchronously. */
 export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, Database.Database>() {
   static readonly layer = (path: string) =>
@@ -78,6 +94,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.pragma("journal_mode = WAL")
           db.pragma("synchronous = NORMAL")
           db.pragma("busy_timeout = 5000")
+          migrate(db)
           db.exec(schema)
           return db
         }),

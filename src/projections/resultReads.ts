@@ -26,6 +26,13 @@ const lineSql = `'{"id":"batch_req_' || (idx + 1) || '","custom_id":"' || custom
   '","response":' || coalesce(response, 'null') || ',"error":' || coalesce(error, 'null') || '}' || char(10)`
 const plainSql = `json_quote(custom_id) = '"' || custom_id || '"'`
 
+export interface RowChunk {
+  /** The index of the event's first row. */
+  readonly first: number
+  readonly firstSeq: number
+  readonly seq: number
+}
+
 interface LinesPage {
   readonly n: number
   readonly last: number | null
@@ -55,10 +62,8 @@ export const resultReads = (db: Database.Database) => {
       `SELECT idx, custom_id, status, response, error FROM results WHERE batch_id = ? AND idx >= ? ORDER BY idx LIMIT ?`,
     ),
     pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
-    body: db.prepare(`SELECT body FROM inputs WHERE batch_id = ? AND idx = ?`),
-    queuedBodies: db.prepare(
-      `SELECT i.idx AS idx, i.body AS body FROM inputs i JOIN results r ON r.batch_id = i.batch_id AND r.idx = i.idx
-       WHERE i.batch_id = ? AND i.idx >= ? AND r.model = ? AND r.status = 'queued' ORDER BY i.idx LIMIT ?`,
+    rowChunk: db.prepare<[string, number], RowChunk>(
+      `SELECT first, first_seq AS firstSeq, seq FROM row_chunks WHERE batch_id = ? AND first <= ? ORDER BY first DESC LIMIT 1`,
     ),
     customId: db.prepare<[string, number], string>(`SELECT custom_id FROM results WHERE batch_id = ? AND idx = ?`).pluck(),
     unsettled: db
@@ -114,18 +119,8 @@ export const resultReads = (db: Database.Database) => {
     unsettled: (batchId: string) => s.unsettled.get(batchId) === 1,
     /** Rows that still need a slot: read once per batch when it is enqueued, never on the dispatch path. */
     pending: (batchId: string) => s.pending.all(batchId) as Array<{ idx: number; model: string; status: "queued" | "running" }>,
-    body: (batchId: string, idx: number) => (s.body.get(batchId, idx) as { body: string } | undefined)?.body,
-    /** The bodies of the model's queued rows from `fromIdx` on, in order, until `maxRows` or `maxChars`. */
-    queuedBodies: (batchId: string, model: string, fromIdx: number, maxRows: number, maxChars: number) => {
-      const found: Array<{ idx: number; body: string }> = []
-      let chars = 0
-      for (const row of s.queuedBodies.iterate(batchId, fromIdx, model, maxRows) as Iterable<{ idx: number; body: string }>) {
-        found.push(row)
-        chars += row.body.length
-        if (chars >= maxChars) break
-      }
-      return found
-    },
+    /** Where the \`rows_added\` event holding the row is in the log (it may hold rows after it too). */
+    rowChunk: (batchId: string, idx: number): RowChunk | undefined => s.rowChunk.get(batchId, idx),
   }
 }
 export type ResultReads = ReturnType<typeof resultReads>

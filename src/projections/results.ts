@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3"
 import type { BatchEvent } from "../domain/batch/events.js"
+import type { LogMessage } from "../eventlog/EventLog.js"
 
 const batchFailedError = JSON.stringify({ code: "batch_failed", message: "Not run: the batch failed" })
 const batchExpiredError = JSON.stringify({
@@ -9,17 +10,19 @@ const batchExpiredError = JSON.stringify({
 
 const ROWS_PER_INSERT = 64
 
-/** One result line per submitted row, in submission order, plus the row's request body for the dispatcher. */
+/**
+ * One result line per submitted row, in submission order, plus where each \`rows_added\` event is in the
+ * log: the dispatcher reads request bodies from there, so they are stored once, in the log.
+ */
 export const resultsProjection = (db: Database.Database) => {
   const s = {
-    input: db.prepare(`INSERT OR IGNORE INTO inputs (batch_id, idx, body) VALUES (?, ?, ?)`),
+    chunk: db.prepare(`INSERT OR IGNORE INTO row_chunks (batch_id, first, first_seq, seq) VALUES (?, ?, ?, ?)`),
     row: db.prepare(
       `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES (?, ?, ?, ?, 'queued')`,
     ),
     rows: db.prepare(
       `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES ${Array(ROWS_PER_INSERT).fill("(?, ?, ?, ?, 'queued')").join(", ")}`,
     ),
-    inputs: db.prepare(`INSERT OR IGNORE INTO inputs (batch_id, idx, body) VALUES ${Array(ROWS_PER_INSERT).fill("(?, ?, ?)").join(", ")}`),
     // Each row event applies only from the phase it leaves, so a duplicate (a publish retried after
     // JetStream's de-duplication window) changes nothing, and the batch counters follow suit.
     started: db.prepare(
@@ -41,10 +44,10 @@ export const resultsProjection = (db: Database.Database) => {
     failIdle: db.prepare(`UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND status = 'queued'`),
     expireIdle: db.prepare(`UPDATE results SET status = 'expired', error = ? WHERE batch_id = ? AND status = 'queued'`),
     deleteResults: db.prepare(`DELETE FROM results WHERE batch_id = ?`),
-    deleteInputs: db.prepare(`DELETE FROM inputs WHERE batch_id = ?`),
+    deleteChunks: db.prepare(`DELETE FROM row_chunks WHERE batch_id = ?`),
   }
   /** Answers whether the event changed a row: the batch's counters move only when it did. */
-  return (event: BatchEvent, tookEffect: boolean): boolean => {
+  return (event: BatchEvent, tookEffect: boolean, stored: Pick<LogMessage, "seq" | "firstSeq">): boolean => {
     switch (event.type) {
       case "rows_added": {
         // Many rows per statement: a call into SQLite costs more than the row it inserts.
@@ -52,20 +55,17 @@ export const resultsProjection = (db: Database.Database) => {
         let i = 0
         for (; i + ROWS_PER_INSERT <= rows.length; i += ROWS_PER_INSERT) {
           const rowValues: Array<unknown> = []
-          const inputValues: Array<unknown> = []
           for (let k = i; k < i + ROWS_PER_INSERT; k++) {
             const row = rows[k]!
             rowValues.push(batch_id, first + k, row.custom_id, row.model)
-            inputValues.push(batch_id, first + k, JSON.stringify(row.body))
           }
           s.rows.run(rowValues)
-          s.inputs.run(inputValues)
         }
         for (; i < rows.length; i++) {
           const row = rows[i]!
           s.row.run(batch_id, first + i, row.custom_id, row.model)
-          s.input.run(batch_id, first + i, JSON.stringify(row.body))
         }
+        s.chunk.run(batch_id, first, stored.firstSeq ?? stored.seq, stored.seq)
         return true
       }
       case "row_started":
@@ -92,7 +92,7 @@ export const resultsProjection = (db: Database.Database) => {
         return tookEffect
       case "batch_deleted":
         s.deleteResults.run(event.batch_id)
-        s.deleteInputs.run(event.batch_id)
+        s.deleteChunks.run(event.batch_id)
         return true
       default:
         return tookEffect

@@ -1,0 +1,48 @@
+import Database from "better-sqlite3"
+import { Context, Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { resumeOffset } from "../src/projections/Projector.js"
+import { ReadModel } from "../src/projections/ReadModel.js"
+
+const dir = mkdtempSync(join(tmpdir(), "sluice-migration-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const tables = (db: Database.Database) =>
+  (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as Array<string>).filter(
+    (name) => !name.startsWith("sqlite_"),
+  )
+
+const opened = <A>(path: string, use: (db: Database.Database) => A): A =>
+  Effect.runSync(Effect.scoped(Effect.map(Layer.build(ReadModel.layer(path)), (context) => use(Context.get(context, ReadModel)))))
+
+describe("a read model in an older layout", () => {
+  it("is emptied on open, offsets included, so the projections rebuild it from the log", () => {
+    const path = join(dir, "old.sqlite")
+    // The layout before request bodies moved out of the read model: bodies copied into `inputs`.
+    const old = new Database(path)
+    old.exec(`
+      CREATE TABLE offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
+      CREATE TABLE results (batch_id TEXT NOT NULL, idx INTEGER NOT NULL, custom_id TEXT NOT NULL, model TEXT NOT NULL,
+        status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, response TEXT, error TEXT, PRIMARY KEY (batch_id, idx));
+      CREATE TABLE inputs (batch_id TEXT NOT NULL, idx INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (batch_id, idx));
+      INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41), ('accounts', 40, 41);
+      INSERT INTO results (batch_id, idx, custom_id, model, status) VALUES ('batch_1', 0, 'a', 'm', 'queued');
+      INSERT INTO inputs VALUES ('batch_1', 0, '{}');
+    `)
+    old.close()
+
+    opened(path, (db) => {
+      expect(tables(db)).not.toContain("inputs")
+      expect(tables(db)).toContain("row_chunks")
+      expect(db.prepare(`SELECT count(*) FROM results`).pluck().get()).toBe(0)
+      expect(resumeOffset(db)).toBe(1)
+      expect(db.pragma("user_version", { simple: true })).toBe(2)
+      db.prepare(`INSERT INTO offsets VALUES ('batches', 7, 8)`).run()
+    })
+    // Opened again in the current layout: kept as it is.
+    opened(path, (db) => expect(resumeOffset(db)).toBe(8))
+  })
+})
