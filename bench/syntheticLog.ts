@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
-import { rowsAddedMessages } from "../src/actors/rowsAdded.js"
+import { rowsMessages } from "../src/actors/rowsAdded.js"
 import { type AccountEvent, accountSubject } from "../src/domain/account/events.js"
 import { type BatchEvent, onceOnlyTypes } from "../src/domain/batch/events.js"
 import { batchMsgId, batchSubject } from "../src/domain/batch/subjects.js"
@@ -40,12 +40,11 @@ const response = (row: number, at: number) => ({
 
 /**
  * The messages Sluice writes for one batch of `rows` small rows that runs to completion on `slots`
- * slots: rows_added chunks, batch_created, batch_started, row_started and row_completed per row
+ * slots, after its row_bodies: rows_added chunks, batch_created, batch_started, row_started and row_completed per row
  * (interleaved as a full set of slots would), batch_completed.
  */
-function* batchHistory(index: number, rows: number, slots: number, t0: number): Generator<AppendInput> {
-  const batchId = `batch_bench${String(index).padStart(27, "0")}`
-  yield* rowsAddedMessages(batchId, smallRows(rows, MODELS.fast).map((r) => ({ custom_id: r.custom_id, model: r.body.model, body: r.body })))
+function* batchHistory(batchId: string, rowsAdded: ReadonlyArray<AppendInput>, rows: number, slots: number, t0: number): Generator<AppendInput> {
+  yield* rowsAdded
   yield batchMessage({
     type: "batch_created",
     batch_id: batchId,
@@ -91,9 +90,14 @@ export const fillLog = (
       Array.from({ length: batches }, (_, b) => b),
       (b) =>
         Effect.gen(function* () {
-          let appended = 0
+          const batchId = `batch_bench${String(b).padStart(27, "0")}`
+          const rows = smallRows(rowsPerBatch, MODELS.fast).map((r) => ({ custom_id: r.custom_id, model: r.body.model, body: r.body }))
+          // As BatchWriter.create writes them: the bodies first, then the rows naming where they are.
+          const { bodies, rowsAdded } = rowsMessages(batchId, rows)
+          const stored = yield* log.append(bodies)
+          let appended = stored.length
           let pending: Array<AppendInput> = []
-          for (const message of batchHistory(b, rowsPerBatch, slots, t0 + b * 3_600_000)) {
+          for (const message of batchHistory(batchId, rowsAdded(stored), rowsPerBatch, slots, t0 + b * 3_600_000)) {
             pending.push(message)
             if (pending.length >= SLICE) {
               appended += (yield* log.append(pending)).length

@@ -47,7 +47,7 @@ describe.each(["embedded", "nats"] as const)("the %s event log read by an audito
   const readLog = (filter: string) =>
     Effect.runPromise(
       Effect.flatMap(EventLog, (log) => Stream.runCollect(log.read(filter, 1))).pipe(
-        Effect.map((chunk) => [...chunk].map((m) => ({ subject: m.subject, event: decode(JSON.parse(text.decode(m.data))) }))),
+        Effect.map((chunk) => [...chunk].map((m) => ({ seq: m.seq, subject: m.subject, event: decode(JSON.parse(text.decode(m.data))) }))),
         Effect.provide(logLayer),
         Effect.scoped,
       ),
@@ -71,7 +71,18 @@ describe.each(["embedded", "nats"] as const)("the %s event log read by an audito
     expect(state.status).toBe(batch.status)
     expect({ total: state.total, completed: state.completed, failed: state.failed }).toEqual(batch.request_counts)
     const types = history.map((h) => h.event.type)
-    expect(types[0]).toBe("rows_added")
+    // The request bodies first, then the rows naming where those are, then the batch.
+    expect(types.slice(0, 3)).toEqual(["row_bodies", "rows_added", "batch_created"])
+    const [bodies, rows] = [history[0]!.event, history[1]!.event]
+    if (bodies.type !== "row_bodies" || rows.type !== "rows_added") throw new Error("not reached")
+    expect(bodies.bodies.map((b) => (b as { messages: Array<{ content: string }> }).messages[0]!.content)).toEqual([
+      "fine",
+      `refused ${simDirective.status(400)}`,
+      "also fine",
+      `flaky ${simDirective.fail(1, 500)}`,
+    ])
+    expect(rows.rows.map((r) => r.custom_id)).toEqual(["ok-1", "bad", "ok-2", "flaky"])
+    expect(rows.bodies).toEqual({ first_seq: history[0]!.seq, seq: history[0]!.seq })
     expect(types).toContain("batch_created")
     expect(types).toContain("row_retrying")
     expect(types[types.length - 1]).toBe("batch_completed")

@@ -289,7 +289,7 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
         expect(stored.map((m) => m.data.length).reduce((a, b) => a + b, 0)).toBe(data.length)
         expect(stored.length).toBe(parts)
         expect(Math.max(...stored.map((m) => m.data.length))).toBeLessThanOrEqual(log.maxPayload)
-        expect(result).toEqual({ seq: stored[stored.length - 1]!.seq, duplicate: false })
+        expect(result).toEqual({ seq: stored[stored.length - 1]!.seq, duplicate: false, firstSeq: stored[0]!.seq })
 
         const messages = yield* collect(log.read("batch.big.>", 1))
         expect(messages.map((m) => m.subject)).toEqual(["batch.big.before", "batch.big.payload", "batch.big.after"])
@@ -298,7 +298,7 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
         expect(Buffer.compare(Buffer.from(big.data), Buffer.from(data))).toBe(0)
 
         const [again] = yield* log.append([{ subject: "batch.big.payload", data, msgId: "big" }])
-        expect(again).toEqual({ seq: result!.seq, duplicate: true })
+        expect(again).toEqual({ seq: result!.seq, duplicate: true, firstSeq: stored[0]!.seq })
       }),
     ))
 
@@ -379,7 +379,7 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
         const parts = splitIntoParts(message, maxPayload)
         yield* raw.append(parts.slice(0, 2)) // the writer died here
         const [retry] = yield* log.append([message])
-        expect(retry).toEqual({ seq: 5, duplicate: false })
+        expect(retry).toEqual({ seq: 5, duplicate: false, firstSeq: 1 })
         const messages = yield* collect(log.read(">", 1))
         expect(messages.map((m) => m.seq)).toEqual([5])
         expect(messages[0]!.data).toEqual(message.data)

@@ -8,7 +8,7 @@ import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, typ
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { loadBatchState } from "./batchState.js"
-import { rowsAddedMessages } from "./rowsAdded.js"
+import { rowsMessages } from "./rowsAdded.js"
 
 export interface NewBatch {
   readonly accountId: string
@@ -99,9 +99,9 @@ const createMessages = (batch: NewBatch, batchId: string, now: number) => {
     models: [...new Set(batch.requests.map((r) => r.model))],
   }
   // The rows go first so that a reader never sees a created batch without its rows.
-  const messages = rowsAddedMessages(batchId, batch.requests)
-  messages.push(message(created))
-  return { created, messages }
+  const { bodies, rowsAdded } = rowsMessages(batchId, batch.requests)
+  const messages = (storedBodies: ReadonlyArray<AppendResult>) => [...rowsAdded(storedBodies), message(created)]
+  return { created, bodies, messages }
 }
 
 export const Live = Layer.effect(
@@ -202,9 +202,10 @@ export const Live = Layer.effect(
       return Effect.gen(function* () {
         const now = yield* clock.currentTimeMillis
         const batchId = `batch_${randomUUID().replaceAll("-", "")}`
-        const { created, messages } = createMessages(rows!, batchId, now)
+        const { created, bodies, messages } = createMessages(rows!, batchId, now)
         rows = undefined
-        const written = yield* log.append(messages)
+        // A crash between the two appends leaves bodies that no batch names: never read, purged by nobody.
+        const written = yield* log.append(messages(yield* log.append(bodies)))
         live.set(batchId, fresh(evolve(initialState(batchId), created)))
         return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))

@@ -14,10 +14,16 @@ interface Chunk {
 }
 
 const text = new TextDecoder()
+
+/** A \`row_bodies\` event, or a \`rows_added\` one from before bodies had their own events. */
+interface StoredBodies {
+  readonly bodies?: ReadonlyArray<unknown>
+  readonly rows?: ReadonlyArray<{ readonly body?: unknown }>
+}
 const interrupted = new LogUnavailable({ message: "the read of the request bodies was interrupted" })
 
 /**
- * Request bodies for one model's rows, read from the batch's `rows_added` events in the log: the
+ * Request bodies for one model's rows, read from the batch's `row_bodies` events in the log: the
  * bodies are stored once, there. A batch's rows are mostly taken in order, so one event read serves
  * the hundreds of rows it holds. The events read are kept, most recently used last, up to a bound
  * in stored bytes, and forgotten when their batch is dropped.
@@ -70,11 +76,12 @@ export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
       if (pending !== undefined) return Effect.map(Deferred.await(pending), (chunk) => bodyIn(chunk, row))
       const loaded = Deferred.unsafeMake<Chunk | undefined, LogUnavailable>(FiberId.none)
       loading.set(key, loaded)
-      return log.readMessage(batchSubject(batchId, "rows_added"), where.firstSeq, where.seq).pipe(
+      return log.readMessage(batchSubject(batchId, where.type), where.firstSeq, where.seq).pipe(
         Effect.map((message): Chunk | undefined => {
           if (message === undefined) return undefined
-          const event = JSON.parse(text.decode(message.data)) as { readonly rows: ReadonlyArray<{ readonly body: unknown }> }
-          const chunk: Chunk = { key, batchId, first: where.first, bodies: event.rows.map((r) => r.body), bytes: message.data.length }
+          const event = JSON.parse(text.decode(message.data)) as StoredBodies
+          const bodies = (where.type === "row_bodies" ? event.bodies : event.rows?.map((r) => r.body)) ?? []
+          const chunk: Chunk = { key, batchId, first: where.first, bodies, bytes: message.data.length }
           keep(chunk)
           return chunk
         }),

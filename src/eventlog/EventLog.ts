@@ -10,8 +10,11 @@ export interface AppendInput {
 }
 
 export interface AppendResult {
+  /** Where the message is stored: its last part's seq when it is in parts. */
   readonly seq: number
   readonly duplicate: boolean
+  /** Where a message stored in parts begins; absent for a message in one part. */
+  readonly firstSeq?: number
 }
 
 export interface LogMessage {

@@ -84,7 +84,8 @@ const appendChunked = (raw: RawEventLog) => (messages: ReadonlyArray<AppendInput
       const failed = parts.find((o) => o instanceof WrongLastSequence)
       if (failed !== undefined) return yield* Effect.fail(failed)
       const done = parts as ReadonlyArray<AppendResult>
-      results.push({ seq: done[done.length - 1]!.seq, duplicate: done.every((o) => o.duplicate) })
+      const stored = { seq: done[done.length - 1]!.seq, duplicate: done.every((o) => o.duplicate) }
+      results.push(done.length > 1 ? { ...stored, firstSeq: done[0]!.seq } : stored)
     }
     return results
   })

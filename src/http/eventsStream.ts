@@ -1,6 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream } from "effect"
-import { BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
+import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
 import { type PublicBatchEvent, isTerminalRowEvent, publicEvent } from "../domain/batch/publicEvent.js"
 import { isFinal } from "../domain/batch/state.js"
 import { oneBatch } from "../domain/batch/subjects.js"
@@ -27,9 +27,12 @@ const decode = Schema.decodeUnknownEither(BatchEvent)
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
-const eventOf = (message: LogMessage): BatchEvent | undefined => {
+/** The batch's events a watcher is shown: not its request bodies, which are most of its bytes. */
+const eventOf = (message: LogMessage): Exclude<BatchEvent, typeof RowBodies.Type> | undefined => {
+  if (message.subject.endsWith(".row_bodies")) return undefined
   try {
-    return Either.getOrUndefined(decode(JSON.parse(decoder.decode(message.data))))
+    const event = Either.getOrUndefined(decode(JSON.parse(decoder.decode(message.data))))
+    return event?.type === "row_bodies" ? undefined : event
   } catch {
     return undefined
   }
@@ -127,7 +130,7 @@ export const batchEventsStream = (sources: EventsStreamSources, batchId: string,
 
     // nats-server 2.9 miscounts the messages pending for a filtered consumer that starts between two
     // messages of one subject, and a JetStream read ends on that count: it stops early or never. The
-    // batch's creation starts no subject's run midway (only rows_added come before it), nor does
+    // batch's creation starts no subject's run midway (only row_bodies and rows_added come before it), nor does
     // its very start; what was sent already is skipped.
     const readFrom = (createdSeq: number) => (position.from >= createdSeq ? createdSeq : 1)
 

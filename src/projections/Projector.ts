@@ -13,6 +13,7 @@ const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
+const ROW_BODIES = ".row_bodies"
 
 /** The accounts whose rows one applied window changed. */
 export interface AccountChanges {
@@ -53,6 +54,8 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
      ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
   )
   const applyOne = (message: LogMessage) => {
+    // Request bodies, most of a batch's bytes: no projection needs them (\`rows_added\` says where they are).
+    if (message.subject.endsWith(ROW_BODIES)) return true
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     let payload: unknown
     try {

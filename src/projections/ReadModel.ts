@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS row_chunks (
   batch_id TEXT NOT NULL,
   first INTEGER NOT NULL,
+  type TEXT NOT NULL,
   first_seq INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   PRIMARY KEY (batch_id, first)
@@ -69,8 +70,9 @@ CREATE TABLE IF NOT EXISTS usage (
 `
 
 // 2: request bodies are no longer copied into an \`inputs\` table; \`row_chunks\` says where in the log they are.
-const SCHEMA_VERSION = 2
-const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "accounts", "api_keys", "usage"]
+// 3: \`row_chunks\` names the type of the event holding the bodies (\`row_bodies\`, or \`rows_added\` before those).
+const SCHEMA_VERSION = 3
+const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "accounts", "api_keys", "usage"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
 const migrate = (db: Database.Database) => {

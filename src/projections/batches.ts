@@ -77,6 +77,7 @@ export const batchesProjection = (db: Database.Database) => {
         )
         return true
       case "rows_added":
+      case "row_bodies":
         return true
       case "batch_started":
         return s.started.run(secs(event.at), event.batch_id).changes > 0

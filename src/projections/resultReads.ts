@@ -29,6 +29,8 @@ const plainSql = `json_quote(custom_id) = '"' || custom_id || '"'`
 export interface RowChunk {
   /** The index of the event's first row. */
   readonly first: number
+  /** \`row_bodies\`, or \`rows_added\` for a chunk written before bodies had their own event. */
+  readonly type: "row_bodies" | "rows_added"
   readonly firstSeq: number
   readonly seq: number
 }
@@ -63,7 +65,7 @@ export const resultReads = (db: Database.Database) => {
     ),
     pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
     rowChunk: db.prepare<[string, number], RowChunk>(
-      `SELECT first, first_seq AS firstSeq, seq FROM row_chunks WHERE batch_id = ? AND first <= ? ORDER BY first DESC LIMIT 1`,
+      `SELECT first, type, first_seq AS firstSeq, seq FROM row_chunks WHERE batch_id = ? AND first <= ? ORDER BY first DESC LIMIT 1`,
     ),
     customId: db.prepare<[string, number], string>(`SELECT custom_id FROM results WHERE batch_id = ? AND idx = ?`).pluck(),
     unsettled: db
@@ -119,7 +121,7 @@ export const resultReads = (db: Database.Database) => {
     unsettled: (batchId: string) => s.unsettled.get(batchId) === 1,
     /** Rows that still need a slot: read once per batch when it is enqueued, never on the dispatch path. */
     pending: (batchId: string) => s.pending.all(batchId) as Array<{ idx: number; model: string; status: "queued" | "running" }>,
-    /** Where the \`rows_added\` event holding the row is in the log (it may hold rows after it too). */
+    /** Where the event holding the row's request body is in the log (it holds the next rows' too). */
     rowChunk: (batchId: string, idx: number): RowChunk | undefined => s.rowChunk.get(batchId, idx),
   }
 }

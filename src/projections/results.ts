@@ -11,12 +11,13 @@ const batchExpiredError = JSON.stringify({
 const ROWS_PER_INSERT = 64
 
 /**
- * One result line per submitted row, in submission order, plus where each \`rows_added\` event is in the
- * log: the dispatcher reads request bodies from there, so they are stored once, in the log.
+ * One result line per submitted row, in submission order, plus where each chunk of rows has its request
+ * bodies in the log (its \`row_bodies\` event, or the \`rows_added\` event itself before those existed):
+ * the dispatcher reads them from there, so they are stored once, in the log.
  */
 export const resultsProjection = (db: Database.Database) => {
   const s = {
-    chunk: db.prepare(`INSERT OR IGNORE INTO row_chunks (batch_id, first, first_seq, seq) VALUES (?, ?, ?, ?)`),
+    chunk: db.prepare(`INSERT OR IGNORE INTO row_chunks (batch_id, first, type, first_seq, seq) VALUES (?, ?, ?, ?, ?)`),
     row: db.prepare(
       `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES (?, ?, ?, ?, 'queued')`,
     ),
@@ -65,7 +66,8 @@ export const resultsProjection = (db: Database.Database) => {
           const row = rows[i]!
           s.row.run(batch_id, first + i, row.custom_id, row.model)
         }
-        s.chunk.run(batch_id, first, stored.firstSeq ?? stored.seq, stored.seq)
+        if (event.bodies === undefined) s.chunk.run(batch_id, first, "rows_added", stored.firstSeq ?? stored.seq, stored.seq)
+        else s.chunk.run(batch_id, first, "row_bodies", event.bodies.first_seq, event.bodies.seq)
         return true
       }
       case "row_started":

@@ -1,15 +1,26 @@
 import { describe, expect, it } from "vitest"
-import type { BatchEvent } from "../../src/domain/batch/events.js"
+import type { BatchEvent, RowBodies } from "../../src/domain/batch/events.js"
 import { isTerminalRowEvent, publicEvent } from "../../src/domain/batch/publicEvent.js"
 
 const batch_id = "batch_spec"
 const at = 1_000
 
-const shown = (event: BatchEvent, customId = "unused") =>
+const shown = (event: Exclude<BatchEvent, typeof RowBodies.Type>, customId = "unused") =>
   isTerminalRowEvent(event) ? publicEvent(event, customId) : publicEvent(event)
 
 describe("a batch event as watchers see it", () => {
-  it("rows_added keeps each row's custom_id and model, never its request body", () => {
+  it("rows_added keeps each row's custom_id and model, not where its request bodies are stored", () => {
+    const event: BatchEvent = {
+      type: "rows_added",
+      batch_id,
+      first: 0,
+      rows: [{ custom_id: "q-1", model: "glm-5.3-flash" }],
+      bodies: { first_seq: 3, seq: 3 },
+    }
+    expect(shown(event)).toEqual({ type: "rows_added", batch_id, first: 0, rows: [{ custom_id: "q-1", model: "glm-5.3-flash" }] })
+  })
+
+  it("rows_added written with its bodies inline keeps each row's custom_id and model, never its request body", () => {
     const event: BatchEvent = {
       type: "rows_added",
       batch_id,
@@ -48,7 +59,7 @@ describe("a batch event as watchers see it", () => {
   })
 
   it("every other event is shown as stored", () => {
-    const events: ReadonlyArray<BatchEvent> = [
+    const events: ReadonlyArray<Exclude<BatchEvent, typeof RowBodies.Type>> = [
       { type: "batch_started", batch_id, at },
       { type: "row_started", batch_id, row: 0, attempt: 1, at },
       { type: "row_retrying", batch_id, row: 0, attempt: 1, at, error: { code: "rate_limited", message: "slow down", status: 429 }, retry_at: at + 1000 },

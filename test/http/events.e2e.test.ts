@@ -180,8 +180,11 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     const batch = (await api.call("GET", `/v1/batches/${id}`)).body
     expect(batch.status).toBe("completed")
 
-    // Exactly the stored history, in log order, each message once, its id its log position.
-    const stored = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats?.url }, id)
+    // Exactly the stored history, in log order, each message once, its id its log position; but not the
+    // request bodies, which a watcher has no use for.
+    const everything = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats?.url }, id)
+    expect(everything[0]!.type).toBe("row_bodies")
+    const stored = everything.filter((s) => s.type !== "row_bodies")
     expect(events.map((e) => [seqOf(e), e.event, dataOf(e).row, dataOf(e).attempt])).toEqual(
       stored.map((s) => [s.seq, s.type, s.row, s.attempt]),
     )
@@ -216,7 +219,7 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     const run = `resume-${backend}`
     const id = await create([
       chatRow(`${run}-0`, `${run} small`),
-      // Over the log's 900 KiB: its rows_added and its row_completed are stored in parts.
+      // Over the log's 900 KiB: its row_bodies and its row_completed are stored in parts.
       chatRow(`${run}-big`, `${run} big ${"x".repeat(1_200_000)}`),
       chatRow(`${run}-2`, `${run} refused ${simDirective.status(400)}`),
       chatRow(`${run}-long`, `${run} long answer ${simDirective.tokens(300_000)}`),
@@ -231,8 +234,8 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     }
     const parts = await withRawLog((log) => Stream.runCollect(log.read(`batch.${id}.>`, 1)))
     const chunked = Chunk.toReadonlyArray(parts).filter((m) => m.headers?.[CHUNK_HEADER] !== undefined)
-    // The big row's rows_added and the long answer's row_completed, two parts each at least.
-    expect(new Set(chunked.map((m) => m.subject.split(".")[2]))).toEqual(new Set(["rows_added", "row_completed"]))
+    // The big row's row_bodies and the long answer's row_completed, two parts each at least.
+    expect(new Set(chunked.map((m) => m.subject.split(".")[2]))).toEqual(new Set(["row_bodies", "row_completed"]))
     const long = full.find((e) => e.event === "row_completed" && dataOf(e).custom_id === `${run}-long`)
     expect(dataOf(long!).response.body.choices[0].message.content.length).toBe(1_200_000)
     await resumesExactly(id, full)

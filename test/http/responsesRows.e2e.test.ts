@@ -13,8 +13,8 @@ const storedBodies = (dataDir: string, batchId: string): Array<Record<string, un
   try {
     const rows = db
       .prepare("SELECT data FROM messages WHERE subject = ? ORDER BY seq")
-      .all(`batch.${batchId}.rows_added`) as Array<{ data: Buffer }>
-    return rows.flatMap((r) => (JSON.parse(r.data.toString("utf8")) as { rows: Array<{ body: Record<string, unknown> }> }).rows.map((x) => x.body))
+      .all(`batch.${batchId}.row_bodies`) as Array<{ data: Buffer }>
+    return rows.flatMap((r) => (JSON.parse(r.data.toString("utf8")) as { bodies: Array<Record<string, unknown>> }).bodies)
   } finally {
     db.close()
   }

@@ -14,7 +14,7 @@ export interface StoredEvent {
 /** Only the small events are decoded: a chunked part of a large one is not JSON on its own. */
 const decode = (seq: number, subject: string, data: Uint8Array): StoredEvent => {
   const type = subject.slice(subject.lastIndexOf(".") + 1)
-  if (type === "rows_added") return { seq, subject, type }
+  if (type === "rows_added" || type === "row_bodies") return { seq, subject, type }
   const event = JSON.parse(Buffer.from(data).toString("utf8")) as { row?: number; attempt?: number }
   return { seq, subject, type, ...(event.row === undefined ? {} : { row: event.row, attempt: event.attempt }) }
 }

@@ -37,14 +37,30 @@ export const BatchCreated = Schema.Struct({
   models: Schema.Array(Schema.String),
 })
 
-/** The input rows travel in chunks: no log message may exceed the server's max payload. */
+/**
+ * The input rows travel in chunks: no log message may exceed the server's max payload. Each chunk's
+ * request bodies are in the `row_bodies` event stored just before it, at the log position `bodies`
+ * names; a chunk written before bodies had their own event carries each row's `body` inline instead.
+ */
 export const RowsAdded = Schema.Struct({
   type: Schema.Literal("rows_added"),
   ...Ids,
   first: Schema.Number,
   rows: Schema.Array(
-    Schema.Struct({ custom_id: Schema.String, model: Schema.String, body: Schema.Unknown }),
+    Schema.Struct({ custom_id: Schema.String, model: Schema.String, body: Schema.optional(Schema.Unknown) }),
   ),
+  bodies: Schema.optional(Schema.Struct({ first_seq: Schema.Number, seq: Schema.Number })),
+})
+
+/**
+ * The request bodies of the rows from `first` on, in order: the bulk of a batch's bytes, in events
+ * that no projection decodes. A model's actor reads them by their log position when it runs the rows.
+ */
+export const RowBodies = Schema.Struct({
+  type: Schema.Literal("row_bodies"),
+  ...Ids,
+  first: Schema.Number,
+  bodies: Schema.Array(Schema.Unknown),
 })
 
 export const BatchStarted = Schema.Struct({ type: Schema.Literal("batch_started"), ...Ids, at: Schema.Number })
@@ -106,6 +122,7 @@ export const BatchDeleted = Schema.Struct({ type: Schema.Literal("batch_deleted"
 
 export const BatchEvent = Schema.Union(
   BatchCreated,
+  RowBodies,
   RowsAdded,
   BatchStarted,
   RowStarted,

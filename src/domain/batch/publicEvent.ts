@@ -1,4 +1,4 @@
-import type { BatchEvent, RowCancelled, RowCompleted, RowFailed, RowsAdded } from "./events.js"
+import type { BatchEvent, RowBodies, RowCancelled, RowCompleted, RowFailed, RowsAdded } from "./events.js"
 
 export type TerminalRowEvent = typeof RowCompleted.Type | typeof RowFailed.Type | typeof RowCancelled.Type
 
@@ -13,9 +13,9 @@ export interface PublicRowsAdded {
 /** A finished row with the custom_id its result line is listed under. */
 export type PublicTerminalRowEvent = TerminalRowEvent & { readonly custom_id: string }
 
-/** A batch event as the events endpoint shows it. */
+/** A batch event as the events endpoint shows it: never its request bodies (\`row_bodies\`). */
 export type PublicBatchEvent =
-  | Exclude<BatchEvent, typeof RowsAdded.Type | TerminalRowEvent>
+  | Exclude<BatchEvent, typeof RowsAdded.Type | typeof RowBodies.Type | TerminalRowEvent>
   | PublicRowsAdded
   | PublicTerminalRowEvent
 
@@ -24,8 +24,8 @@ const terminalRowTypes: ReadonlySet<BatchEvent["type"]> = new Set(["row_complete
 export const isTerminalRowEvent = (event: BatchEvent): event is TerminalRowEvent => terminalRowTypes.has(event.type)
 
 export function publicEvent(event: TerminalRowEvent, customId: string): PublicTerminalRowEvent
-export function publicEvent(event: Exclude<BatchEvent, TerminalRowEvent>): PublicBatchEvent
-export function publicEvent(event: BatchEvent, customId?: string): PublicBatchEvent {
+export function publicEvent(event: Exclude<BatchEvent, TerminalRowEvent | typeof RowBodies.Type>): PublicBatchEvent
+export function publicEvent(event: Exclude<BatchEvent, typeof RowBodies.Type>, customId?: string): PublicBatchEvent {
   if (event.type === "rows_added") {
     return {
       type: event.type,

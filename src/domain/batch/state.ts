@@ -84,6 +84,7 @@ export const evolve = (state: BatchState, event: BatchEvent): BatchState => {
     case "batch_created":
       return { ...state, exists: true, total: event.total }
     case "rows_added":
+    case "row_bodies":
       return state
     case "batch_started":
       return state.status === "validating" ? { ...state, status: "in_progress" } : state

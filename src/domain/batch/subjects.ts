@@ -13,6 +13,8 @@ export const batchMsgId = (event: BatchEvent): string => {
   switch (event.type) {
     case "rows_added":
       return `${event.batch_id}:rows:${event.first}`
+    case "row_bodies":
+      return `${event.batch_id}:bodies:${event.first}`
     case "row_started":
     case "row_retrying":
     case "row_completed":
