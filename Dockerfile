@@ -13,7 +13,8 @@ RUN npm ci --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV SLUICE_HOST=0.0.0.0 SLUICE_DATA_DIR=/data
+# MALLOC_MMAP_THRESHOLD_: see src/config/serverEnv.ts.
+ENV SLUICE_HOST=0.0.0.0 SLUICE_DATA_DIR=/data MALLOC_MMAP_THRESHOLD_=1048576
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=deps /app/dist ./dist
 COPY package.json package-lock.json tsconfig.json ./

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { serverEnv } from "../src/config/serverEnv.js"
 import { type NatsServer, startNatsServer, stopProcess } from "../test/support/natsServer.js"
 import { freePort } from "../test/support/sluice.js"
 
@@ -129,6 +130,7 @@ export const startSluice = async (options: {
   writeFileSync(modelsPath, JSON.stringify({ models: options.models }))
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    ...serverEnv,
     SLUICE_PORT: String(port),
     SLUICE_HOST: "127.0.0.1",
     SLUICE_DATA_DIR: dir.path,

@@ -9,7 +9,8 @@ interface Chunk {
   readonly key: string
   readonly batchId: string
   readonly first: number
-  readonly bodies: ReadonlyArray<unknown>
+  /** Serialized when the event is read: text takes a fraction of the memory of the parsed objects. */
+  readonly bodies: ReadonlyArray<string>
   readonly bytes: number
 }
 
@@ -38,7 +39,7 @@ export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
 
   const bodyIn = (chunk: Chunk | undefined, row: number): string | undefined => {
     if (chunk === undefined || row < chunk.first || row >= chunk.first + chunk.bodies.length) return undefined
-    return JSON.stringify(chunk.bodies[row - chunk.first])
+    return chunk.bodies[row - chunk.first]
   }
   const use = (chunk: Chunk) => {
     chunks.delete(chunk.key)
@@ -80,7 +81,8 @@ export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
         Effect.map((message): Chunk | undefined => {
           if (message === undefined) return undefined
           const event = JSON.parse(text.decode(message.data)) as StoredBodies
-          const bodies = (where.type === "row_bodies" ? event.bodies : event.rows?.map((r) => r.body)) ?? []
+          const parsed = (where.type === "row_bodies" ? event.bodies : event.rows?.map((r) => r.body)) ?? []
+          const bodies = parsed.map((body) => JSON.stringify(body))
           const chunk: Chunk = { key, batchId, first: where.first, bodies, bytes: message.data.length }
           keep(chunk)
           return chunk

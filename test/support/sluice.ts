@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { serverEnv } from "../../src/config/serverEnv.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 export const BOOTSTRAP_KEY = "hyi-test-bootstrap-key"
@@ -80,6 +81,7 @@ export async function startSluice(options: SluiceOptions = {}): Promise<Sluice |
   const clockPort = options.testClock === undefined ? undefined : await freePort()
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
+    ...serverEnv,
     SLUICE_PORT: String(port),
     SLUICE_HOST: "127.0.0.1",
     SLUICE_DATA_DIR: dataDir,
