@@ -4,7 +4,7 @@ import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
 import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
-import type { EventLogShape } from "../eventlog/EventLog.js"
+import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape, Decided } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
@@ -41,6 +41,8 @@ export const makeModelActor = (
 ) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
+    // The actors' clock (the writer's too), read without an effect: the row path reads it twice a row.
+    const clock = yield* Effect.clock
     const bodies = makeBodyCache(results, log)
     const callUpstream = yield* makeUpstreamCaller(model)
     let waiting: Array<() => void> = []
@@ -69,70 +71,80 @@ export const makeModelActor = (
     admission.onChange(wakeAll)
     load.onChange(wakeAll)
     const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
-    const nextRow = Effect.gen(function* () {
-      while (true) {
-        const item = draining || calling >= load.batchSlots(model) ? undefined : queue.take(mayStart)
-        if (item !== undefined) {
-          // Taken synchronously with the check above, so no two workers pass it for the last slot.
-          calling++
-          busy++
-          admission.acquire(item.accountId)
-          return item
-        }
-        yield* Effect.async<void>((resume) => {
-          waiting.push(() => resume(Effect.void))
-        })
+    const takeRow = () => {
+      const item = draining || calling >= load.batchSlots(model) ? undefined : queue.take(mayStart)
+      if (item !== undefined) {
+        // Taken synchronously with the check above, so no two workers pass it for the last slot.
+        calling++
+        busy++
+        admission.acquire(item.accountId)
       }
+      return item
+    }
+    const waitForTurn = Effect.async<void>((resume) => {
+      waiting.push(() => resume(Effect.void))
+    })
+    const nextRow: Effect.Effect<NonNullable<ReturnType<typeof takeRow>>> = Effect.suspend(() => {
+      const item = takeRow()
+      return item !== undefined ? Effect.succeed(item) : Effect.flatMap(waitForTurn, () => nextRow)
     })
 
     const outcomeOf = (attempt: number, body: string, freeSlot: () => void) =>
-      Effect.gen(function* () {
-        const answer = yield* callUpstream(body, (answer) => {
+      Effect.flatMap(
+        callUpstream(body, (answer) => {
           // Pushback cuts the slots before this one is given back.
           load.observe(model, answer._tag === "Response" ? answer.status : undefined)
           freeSlot()
-        })
-        const classified = classifyUpstream(answer)
-        const at = yield* writer.now
-        switch (classified._tag) {
-          case "Success": {
-            const completion = answer._tag === "Response" ? answer.body : null
-            const response = { status_code: 200, request_id: `req_${randomUUID().replaceAll("-", "")}`, body: completion }
-            const usage = (completion as { usage?: unknown } | null)?.usage
-            return { at, outcome: { _tag: "Completed", response, costUsd: costUsd(model, usage) } satisfies RowOutcome }
-          }
-          case "Retryable": {
-            const delay = backoffMs(attempt, yield* Random.next, classified.retryAfterMs)
-            const error =
-              classified.status === undefined
-                ? { code: classified.code, message: classified.message }
-                : { code: classified.code, message: classified.message, status: classified.status }
-            return { at, outcome: { _tag: "Retryable", error, retryAt: at + delay } satisfies RowOutcome }
-          }
-          case "Permanent":
-            return {
-              at,
-              outcome: {
-                _tag: "Permanent",
-                error: { code: classified.code, message: classified.message, status: classified.status },
-              } satisfies RowOutcome,
+        }),
+        (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome }> => {
+          const classified = classifyUpstream(answer)
+          const at = clock.unsafeCurrentTimeMillis()
+          switch (classified._tag) {
+            case "Success": {
+              const completion = answer._tag === "Response" ? answer.body : null
+              const response = { status_code: 200, request_id: `req_${randomUUID().replaceAll("-", "")}`, body: completion }
+              const usage = (completion as { usage?: unknown } | null)?.usage
+              return Effect.succeed({ at, outcome: { _tag: "Completed", response, costUsd: costUsd(model, usage) } })
             }
-        }
-      })
+            case "Retryable": {
+              const error =
+                classified.status === undefined
+                  ? { code: classified.code, message: classified.message }
+                  : { code: classified.code, message: classified.message, status: classified.status }
+              return Effect.map(Random.next, (random) => ({
+                at,
+                outcome: { _tag: "Retryable", error, retryAt: at + backoffMs(attempt, random, classified.retryAfterMs) },
+              }))
+            }
+            case "Permanent":
+              return Effect.succeed({
+                at,
+                outcome: {
+                  _tag: "Permanent",
+                  error: { code: classified.code, message: classified.message, status: classified.status },
+                },
+              })
+          }
+        },
+      )
 
     // A row the log could not take (a NATS restart, a publish whose ack was lost) is not dropped: the
     // same command is sent again until the log answers. Deciding it twice gives the same events with
     // the same message ids, which the log stores once.
     // The retry is set up only once a write has failed: a retry wrapper costs about 15 µs even when unused.
     const write = (batchId: string, command: BatchCommand & { readonly row: number }) => {
-      const attempt = writer.execute(batchId, command).pipe(
-        Effect.tapErrorTag("LogUnavailable", (e) =>
-          Effect.logWarning(`row ${command.row} of ${batchId} waits for the event log: ${e.message}`),
-        ),
-      )
+      const attempt = writer.execute(batchId, command)
+      const warned = (e: LogUnavailable) =>
+        Effect.logWarning(`row ${command.row} of ${batchId} waits for the event log: ${e.message}`)
       return attempt.pipe(
-        Effect.catchTag("LogUnavailable", () =>
-          attempt.pipe(Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" })),
+        Effect.catchTag("LogUnavailable", (e) =>
+          Effect.andThen(
+            warned(e),
+            attempt.pipe(
+              Effect.tapErrorTag("LogUnavailable", warned),
+              Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
+            ),
+          ),
         ),
       )
     }
@@ -151,21 +163,23 @@ export const makeModelActor = (
 
     /** The row's attempt once its start is in the log, or undefined when it no longer runs. */
     const startWritten = (batchId: string, row: number, decided: Decided, attempt: number) =>
-      Effect.gen(function* () {
-        const written = yield* Effect.either(decided.written)
-        if (written._tag === "Right") return attempt
+      Effect.matchEffect(decided.written, {
+        onSuccess: () => Effect.succeed<number | undefined>(attempt),
         // The start's append failed: the writer has dropped its state for the log's. Deciding the start
         // again gives the same event (stored once), or nothing if the lost ack hid a stored one.
-        const again = yield* write(batchId, { type: "StartRow", row, at: yield* writer.now })
-        const start = again.events.find((e) => e.type === "row_started")
-        if (start?.type === "row_started") return start.attempt
-        const phase = yield* writer.rowPhase(batchId, row)
-        return phase?.status === "running" ? phase.attempt : undefined
+        onFailure: () =>
+          Effect.gen(function* () {
+            const again = yield* write(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })
+            const start = again.events.find((e) => e.type === "row_started")
+            if (start?.type === "row_started") return start.attempt
+            const phase = yield* writer.rowPhase(batchId, row)
+            return phase?.status === "running" ? phase.attempt : undefined
+          }),
       })
 
     const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void) =>
       Effect.gen(function* () {
-        const decided = yield* writer.decide(batchId, { type: "StartRow", row, at: yield* writer.now })
+        const decided = yield* writer.decide(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })
         const start = decided.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") {
           yield* decided.written
@@ -173,7 +187,7 @@ export const makeModelActor = (
         }
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
-        const body = (yield* bodyOf(batchId, row)) ?? "{}"
+        const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"
         const { at, outcome } = yield* outcomeOf(start.attempt, body, freeSlot)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
         if (attempt === undefined) return
@@ -191,8 +205,7 @@ export const makeModelActor = (
       )
 
     const worker = Effect.forever(
-      Effect.gen(function* () {
-        const { accountId, batchId, row } = yield* nextRow
+      Effect.flatMap(nextRow, ({ accountId, batchId, row }) => {
         let holdsSlot = true
         const freeSlot = () => {
           if (!holdsSlot) return
@@ -200,7 +213,7 @@ export const makeModelActor = (
           calling--
           wake(1)
         }
-        yield* runRow(accountId, batchId, row, freeSlot).pipe(
+        return runRow(accountId, batchId, row, freeSlot).pipe(
           Effect.ensuring(
             Effect.sync(() => {
               freeSlot()

@@ -60,6 +60,9 @@ export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
     if (current.get(chunk.batchId) === chunk) current.delete(chunk.batchId)
   }
 
+  /** The row's body when the event holding it is the one its batch last took a row from: no read, no effect. */
+  const cached = (batchId: string, row: number): string | undefined => bodyIn(current.get(batchId), row)
+
   /** The row's request body as JSON text; undefined when the log no longer has it (the batch was deleted). */
   const take = (batchId: string, row: number): Effect.Effect<string | undefined, LogUnavailable> => {
     const hit = bodyIn(current.get(batchId), row)
@@ -101,5 +104,5 @@ export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
     for (const chunk of [...chunks.values()]) if (chunk.batchId === batchId) forget(chunk)
     current.delete(batchId)
   }
-  return { take, drop }
+  return { cached, take, drop }
 }
