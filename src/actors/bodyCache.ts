@@ -65,7 +65,7 @@ export const makeBodyCache = (results: ResultReads, log: EventLogShape) => {
 
   /** The row's request body as JSON text; undefined when the log no longer has it (the batch was deleted). */
   const take = (batchId: string, row: number): Effect.Effect<string | undefined, LogUnavailable> => {
-    const hit = bodyIn(current.get(batchId), row)
+    const hit = cached(batchId, row)
     if (hit !== undefined) return Effect.succeed(hit)
     return Effect.suspend(() => {
       const where = results.rowChunk(batchId, row)
