@@ -130,7 +130,7 @@ export const b6Rebuild: Scenario = {
       return {
         figures: [...embedded, ...onNats],
         notes: [
-          `B6: each log is written directly with the project's EventLog adapter, as BatchWriter publishes: an account and its key, then completed batches of ${b6RowsPerBatch.toLocaleString("en")} small rows (rows_added chunks, batch_created, batch_started, row_started + row_completed per row, batch_completed), ${b6Batches} on the embedded log and ${b6NatsBatches} on NATS (fewer events there: writing 1M through JetStream and rebuilding from them three times takes about 5 minutes, half the run's budget); rebuildReadModel (what \`npm run replay\` times) runs in the benchmark's process; the raw read is better-sqlite3 over the messages table, or a JetStream ordered consumer with default settings (${logs.written.join("; ")}).`,
+          `B6: each log is written directly with the project's EventLog adapter, as BatchWriter publishes: an account and its key, then completed batches of ${b6RowsPerBatch.toLocaleString("en")} small rows (row_bodies and rows_added chunks, batch_created, batch_started, row_started + row_completed per row, batch_completed), ${b6Batches} on the embedded log and ${b6NatsBatches} on NATS (fewer events there: writing 1M through JetStream and rebuilding from them three times takes about 5 minutes, half the run's budget); rebuildReadModel (what \`npm run replay\` times) runs in the benchmark's process; the raw read is better-sqlite3 over the messages table, or a JetStream ordered consumer with default settings (${logs.written.join("; ")}).`,
         ],
       }
     } finally {

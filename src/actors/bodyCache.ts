@@ -16,7 +16,7 @@ interface Chunk {
 
 const text = new TextDecoder()
 
-/** A \`row_bodies\` event, or a \`rows_added\` one from before bodies had their own events. */
+/** A `row_bodies` event, or a `rows_added` one from before bodies had their own events. */
 interface StoredBodies {
   readonly bodies?: ReadonlyArray<unknown>
   readonly rows?: ReadonlyArray<{ readonly body?: unknown }>

@@ -10,7 +10,7 @@ import {
   jetstreamManager,
   StorageType,
 } from "@nats-io/jetstream"
-import { connect, headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node"
+import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { Chunk, Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
@@ -84,20 +84,20 @@ const publishAll = async (js: JetStreamClient, messages: ReadonlyArray<RawAppend
   return outcomes
 }
 
-const toRaw = (m: JsMsg): RawMessage => {
-  const message = { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
-  const keys = m.headers?.keys().filter((k) => !k.startsWith("Nats-")) ?? []
+/** The message with its own headers (Sluice's chunk header), without the server's `Nats-` ones. */
+const withOwnHeaders = (message: RawMessage, headers: MsgHdrs | undefined): RawMessage => {
+  const keys = headers?.keys().filter((k) => !k.startsWith("Nats-")) ?? []
   if (keys.length === 0) return message
-  return { ...message, headers: Object.fromEntries(keys.map((k) => [k, m.headers!.get(k)])) }
+  return { ...message, headers: Object.fromEntries(keys.map((k) => [k, headers!.get(k)])) }
 }
+
+const toRaw = (m: JsMsg): RawMessage =>
+  withOwnHeaders({ seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }, m.headers)
 
 const storedToRaw = (m: StoredMsg): RawMessage => {
   // A plain Uint8Array view (the client decodes into a Buffer), like every other message the log gives.
   const data = new Uint8Array(m.data.buffer, m.data.byteOffset, m.data.byteLength)
-  const message = { seq: m.seq, subject: m.subject, data, time: m.time.getTime() }
-  const keys = m.header.keys().filter((k) => !k.startsWith("Nats-"))
-  if (keys.length === 0) return message
-  return { ...message, headers: Object.fromEntries(keys.map((k) => [k, m.header.get(k)])) }
+  return withOwnHeaders({ seq: m.seq, subject: m.subject, data, time: m.time.getTime() }, m.header)
 }
 
 const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array<string>) => {

@@ -3,7 +3,7 @@ import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream }
 import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
 import { type PublicBatchEvent, isTerminalRowEvent, publicEvent } from "../domain/batch/publicEvent.js"
 import { isFinal } from "../domain/batch/state.js"
-import { oneBatch } from "../domain/batch/subjects.js"
+import { isRowBodiesSubject, oneBatch } from "../domain/batch/subjects.js"
 import type { EventLogShape, LogMessage } from "../eventlog/EventLog.js"
 import type { BatchReads } from "../projections/batchReads.js"
 import type { ProjectorShape } from "../projections/Projector.js"
@@ -29,7 +29,7 @@ const encoder = new TextEncoder()
 
 /** The batch's events a watcher is shown: not its request bodies, which are most of its bytes. */
 const eventOf = (message: LogMessage): Exclude<BatchEvent, typeof RowBodies.Type> | undefined => {
-  if (message.subject.endsWith(".row_bodies")) return undefined
+  if (isRowBodiesSubject(message.subject)) return undefined
   try {
     const event = Either.getOrUndefined(decode(JSON.parse(decoder.decode(message.data))))
     return event?.type === "row_bodies" ? undefined : event

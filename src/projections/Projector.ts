@@ -1,6 +1,7 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
 import { BatchEvent } from "../domain/batch/events.js"
+import { isRowBodiesSubject } from "../domain/batch/subjects.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
 import { batchesProjection } from "./batches.js"
@@ -13,7 +14,6 @@ const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
-const ROW_BODIES = ".row_bodies"
 
 /** The accounts whose rows one applied window changed. */
 export interface AccountChanges {
@@ -54,8 +54,8 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
      ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
   )
   const applyOne = (message: LogMessage) => {
-    // Request bodies, most of a batch's bytes: no projection needs them (\`rows_added\` says where they are).
-    if (message.subject.endsWith(ROW_BODIES)) return true
+    // Request bodies, most of a batch's bytes: no projection needs them (`rows_added` says where they are).
+    if (isRowBodiesSubject(message.subject)) return true
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     let payload: unknown
     try {

@@ -69,8 +69,8 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 `
 
-// 2: request bodies are no longer copied into an \`inputs\` table; \`row_chunks\` says where in the log they are.
-// 3: \`row_chunks\` names the type of the event holding the bodies (\`row_bodies\`, or \`rows_added\` before those).
+// 2: request bodies are no longer copied into an `inputs` table; `row_chunks` says where in the log they are.
+// 3: `row_chunks` names the type of the event holding the bodies (`row_bodies`, or `rows_added` before those).
 const SCHEMA_VERSION = 3
 const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "accounts", "api_keys", "usage"]
 

@@ -29,7 +29,7 @@ const plainSql = `json_quote(custom_id) = '"' || custom_id || '"'`
 export interface RowChunk {
   /** The index of the event's first row. */
   readonly first: number
-  /** \`row_bodies\`, or \`rows_added\` for a chunk written before bodies had their own event. */
+  /** `row_bodies`, or `rows_added` for a chunk written before bodies had their own event. */
   readonly type: "row_bodies" | "rows_added"
   readonly firstSeq: number
   readonly seq: number

@@ -12,7 +12,7 @@ const ROWS_PER_INSERT = 64
 
 /**
  * One result line per submitted row, in submission order, plus where each chunk of rows has its request
- * bodies in the log (its \`row_bodies\` event, or the \`rows_added\` event itself before those existed):
+ * bodies in the log (its `row_bodies` event, or the `rows_added` event itself before those existed):
  * the dispatcher reads them from there, so they are stored once, in the log.
  */
 export const resultsProjection = (db: Database.Database) => {

@@ -13,7 +13,7 @@ export interface PublicRowsAdded {
 /** A finished row with the custom_id its result line is listed under. */
 export type PublicTerminalRowEvent = TerminalRowEvent & { readonly custom_id: string }
 
-/** A batch event as the events endpoint shows it: never its request bodies (\`row_bodies\`). */
+/** A batch event as the events endpoint shows it: never its request bodies (`row_bodies`). */
 export type PublicBatchEvent =
   | Exclude<BatchEvent, typeof RowsAdded.Type | typeof RowBodies.Type | TerminalRowEvent>
   | PublicRowsAdded

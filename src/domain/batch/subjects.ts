@@ -6,6 +6,8 @@ export const batchSubject = (batchId: string, type: BatchEventType) => `batch.${
 export const oneBatch = (batchId: string) => `batch.${batchId}.>`
 export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
+/** A `row_bodies` subject: readers that have no use for request bodies skip these unread. */
+export const isRowBodiesSubject = (subject: string) => subject.endsWith(".row_bodies")
 
 /** Retried publishes of the same decision collapse to one stored event. */
 export const batchMsgId = (event: BatchEvent): string => {
