@@ -33,6 +33,14 @@ export interface LogMessage {
   readonly firstSeq?: number
 }
 
+export interface ReadOptions {
+  /**
+   * Messages on subjects this filter matches may come with empty data: for a reader that skips them
+   * unread, so an adapter that can leave their bytes where they are (the embedded log) does.
+   */
+  readonly withoutDataOn?: string
+}
+
 export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{
   readonly subject: string
   readonly expected: number
@@ -54,9 +62,9 @@ export interface EventLogShape {
     messages: ReadonlyArray<AppendInput>,
   ) => Effect.Effect<ReadonlyArray<AppendResult>, WrongLastSequence | LogUnavailable>
   /** Messages matching `filter` (NATS wildcards) with seq >= fromSeq, up to the last seq at call time. */
-  readonly read: (filter: string, fromSeq: number) => Stream.Stream<LogMessage, LogUnavailable>
+  readonly read: (filter: string, fromSeq: number, options?: ReadOptions) => Stream.Stream<LogMessage, LogUnavailable>
   /** Like `read`, then keeps following new messages forever, across reconnects. */
-  readonly follow: (filter: string, fromSeq: number) => Stream.Stream<LogMessage, LogUnavailable>
+  readonly follow: (filter: string, fromSeq: number, options?: ReadOptions) => Stream.Stream<LogMessage, LogUnavailable>
   /**
    * The one message on `subject` stored from `firstSeq` to `seq` (both its own: the same seq unless it
    * is in parts), assembled; undefined once it has been purged. A lookup by position, with no consumer.

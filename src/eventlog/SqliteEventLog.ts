@@ -8,8 +8,8 @@ import {
   type RawOutcome,
   withChunking,
 } from "./chunking.js"
-import { EventLog, LogUnavailable, WrongLastSequence } from "./EventLog.js"
-import { literalPrefix, matchSubject, prefixUpperBound } from "./subjects.js"
+import { EventLog, LogUnavailable, type ReadOptions, WrongLastSequence } from "./EventLog.js"
+import { likePattern, literalPrefix, matchSubject, prefixUpperBound } from "./subjects.js"
 
 const PAGE_ROWS = 2_000
 const PAGE_BYTES = 8 * 1024 * 1024
@@ -53,16 +53,21 @@ const open = (path: string) => {
 }
 
 const statements = (db: Database.Database) => {
-  const page = (bounded: boolean) =>
-    db.prepare<unknown[], StoredRow>(
-      `SELECT seq, subject, headers, data, time FROM messages WHERE seq >= ? AND seq <= ?
-       ${bounded ? "AND subject >= ? AND subject < ?" : ""}
-       AND subject_matches(?, subject) ORDER BY seq`,
+  // A page of messages from @from to @upto; with @skipLike and @skip, the messages on the subjects that
+  // `skip` matches come without their data, which SQLite then never copies out (LIKE is a cheap superset).
+  const page = (where: string, omitting: boolean) =>
+    db.prepare<[PageParams], StoredRow>(
+      `SELECT seq, subject, headers,
+         ${omitting ? "CASE WHEN subject LIKE @skipLike ESCAPE '\\' AND subject_matches(@skip, subject) THEN x'' ELSE data END AS data" : "data"},
+         time
+       FROM messages WHERE seq >= @from AND seq <= @upto ${where} ORDER BY seq`,
     )
   // ">" matches every subject: no per-row call back into JavaScript.
-  const pageEvery = db.prepare<[number, number], StoredRow>(
-    "SELECT seq, subject, headers, data, time FROM messages WHERE seq >= ? AND seq <= ? ORDER BY seq",
-  )
+  const pages = (omitting: boolean) => ({
+    every: page("", omitting),
+    all: page("AND subject_matches(@filter, subject)", omitting),
+    prefix: page("AND subject >= @prefix AND subject < @upper AND subject_matches(@filter, subject)", omitting),
+  })
   return {
     insert: db.prepare("INSERT INTO messages (subject, msg_id, headers, data, time) VALUES (?, ?, ?, ?, ?)"),
     byMsgId: db.prepare<[string], number>("SELECT seq FROM messages WHERE msg_id = ?").pluck(),
@@ -73,9 +78,8 @@ const statements = (db: Database.Database) => {
       "SELECT seq, subject, headers, data, time FROM messages WHERE subject = ? AND seq >= ? AND seq <= ? ORDER BY seq",
     ),
     lastSeq: db.prepare<[], number>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").pluck(),
-    pageEvery,
-    pageAll: page(false),
-    pagePrefix: page(true),
+    pages: pages(false),
+    pagesOmitting: pages(true),
     purgeAll: db.prepare("DELETE FROM messages WHERE subject_matches(?, subject)"),
     purgePrefix: db.prepare("DELETE FROM messages WHERE subject >= ? AND subject < ? AND subject_matches(?, subject)"),
   }
@@ -84,6 +88,16 @@ const statements = (db: Database.Database) => {
 interface Pending {
   readonly messages: ReadonlyArray<RawAppend>
   readonly resume: (outcome: Effect.Effect<ReadonlyArray<RawOutcome>, LogUnavailable>) => void
+}
+
+interface PageParams {
+  readonly from: number
+  readonly upto: number
+  readonly filter?: string
+  readonly prefix?: string
+  readonly upper?: string
+  readonly skip?: string
+  readonly skipLike?: string
 }
 
 interface StoredRow {
@@ -189,15 +203,18 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     }
 
     /** One page of matching messages, bounded in rows and in bytes so large messages never pile up in memory. */
-    const pageRows = (filter: string, from: number, upto: number): Array<RawMessage> => {
+    const pageRows = (filter: string, from: number, upto: number, options: ReadOptions): Array<RawMessage> => {
       const prefix = literalPrefix(filter)
       const upper = prefixUpperBound(prefix)
-      const rows =
-        filter === ">"
-          ? sql.pageEvery.iterate(from, upto)
-          : upper === undefined
-            ? sql.pageAll.iterate(from, upto, filter)
-            : sql.pagePrefix.iterate(from, upto, prefix, upper, filter)
+      const skip = options.withoutDataOn
+      const statements = skip === undefined ? sql.pages : sql.pagesOmitting
+      const params: PageParams = {
+        from,
+        upto,
+        ...(skip === undefined ? {} : { skip, skipLike: likePattern(skip) }),
+        ...(filter === ">" ? {} : upper === undefined ? { filter } : { filter, prefix, upper }),
+      }
+      const rows = (filter === ">" ? statements.every : upper === undefined ? statements.all : statements.prefix).iterate(params)
       const out: Array<RawMessage> = []
       let bytes = 0
       for (const row of rows) {
@@ -209,12 +226,12 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     }
 
     /** Pages of matching messages from `fromSeq`; `upto` undefined means follow forever. */
-    const scan = (filter: string, fromSeq: number, upto: number | undefined) =>
+    const scan = (filter: string, fromSeq: number, upto: number | undefined, options: ReadOptions) =>
       Stream.paginateChunkEffect(Math.max(fromSeq, 1), (from) =>
         Effect.gen(function* () {
           const woken = wake // taken before the query so no commit goes unnoticed
           const page = yield* Effect.try({
-            try: () => pageRows(filter, from, upto ?? Number.MAX_SAFE_INTEGER),
+            try: () => pageRows(filter, from, upto ?? Number.MAX_SAFE_INTEGER, options),
             catch: unavailable("read failed"),
           })
           const last = page[page.length - 1]
@@ -231,13 +248,13 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     const raw: RawEventLog = {
       maxPayload: options.maxPayload ?? DEFAULT_MAX_PAYLOAD,
       append,
-      read: (filter, fromSeq) =>
+      read: (filter, fromSeq, options = {}) =>
         Stream.unwrap(
           Effect.map(Effect.try({ try: lastSeqNow, catch: unavailable("read failed") }), (upto) =>
-            scan(filter, fromSeq, upto),
+            scan(filter, fromSeq, upto, options),
           ),
         ),
-      follow: (filter, fromSeq) => scan(filter, fromSeq, undefined),
+      follow: (filter, fromSeq, options = {}) => scan(filter, fromSeq, undefined, options),
       range: (subject, fromSeq, toSeq) =>
         Effect.try({ try: () => sql.range.all(subject, fromSeq, toSeq).map(toMessage), catch: unavailable("read failed") }),
       lastSeq: Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),

@@ -6,6 +6,7 @@ import {
   type EventLogShape,
   type LogMessage,
   type LogUnavailable,
+  type ReadOptions,
   WrongLastSequence,
 } from "./EventLog.js"
 
@@ -27,8 +28,8 @@ export type RawOutcome = AppendResult | WrongLastSequence
 export interface RawEventLog {
   readonly maxPayload: number
   readonly append: (messages: ReadonlyArray<RawAppend>) => Effect.Effect<ReadonlyArray<RawOutcome>, LogUnavailable>
-  readonly read: (filter: string, fromSeq: number) => Stream.Stream<RawMessage, LogUnavailable>
-  readonly follow: (filter: string, fromSeq: number) => Stream.Stream<RawMessage, LogUnavailable>
+  readonly read: (filter: string, fromSeq: number, options?: ReadOptions) => Stream.Stream<RawMessage, LogUnavailable>
+  readonly follow: (filter: string, fromSeq: number, options?: ReadOptions) => Stream.Stream<RawMessage, LogUnavailable>
   /** The stored messages on exactly `subject` with seqs from `fromSeq` to `toSeq`, in order. */
   readonly range: (subject: string, fromSeq: number, toSeq: number) => Effect.Effect<ReadonlyArray<RawMessage>, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
@@ -152,8 +153,8 @@ const reassemble = <E>(stream: Stream.Stream<RawMessage, E>): Stream.Stream<LogM
 export const withChunking = (raw: RawEventLog): EventLogShape => ({
   maxPayload: raw.maxPayload,
   append: appendChunked(raw),
-  read: (filter, fromSeq) => reassemble(raw.read(filter, fromSeq)),
-  follow: (filter, fromSeq) => reassemble(raw.follow(filter, fromSeq)),
+  read: (filter, fromSeq, options) => reassemble(raw.read(filter, fromSeq, options)),
+  follow: (filter, fromSeq, options) => reassemble(raw.follow(filter, fromSeq, options)),
   readMessage: (subject, firstSeq, seq) =>
     Effect.map(raw.range(subject, firstSeq, seq), (stored) => {
       const join = makeReassembler()

@@ -25,3 +25,10 @@ export const prefixUpperBound = (prefix: string): string | undefined => {
   const last = prefix.charCodeAt(prefix.length - 1)
   return prefix.slice(0, -1) + String.fromCharCode(last + 1)
 }
+
+/** A SQL LIKE pattern (escape `\`) matching every subject the filter matches, and possibly more. */
+export const likePattern = (filter: string): string =>
+  filter
+    .split(".")
+    .map((t) => (t === "*" || t === ">" ? "%" : t.replace(/[\\%_]/g, (c) => `\\${c}`)))
+    .join(".")

@@ -8,6 +8,8 @@ export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
 /** A `row_bodies` subject: readers that have no use for request bodies skip these unread. */
 export const isRowBodiesSubject = (subject: string) => subject.endsWith(".row_bodies")
+/** Every `row_bodies` subject: what those readers ask the log to leave without data. */
+export const everyRowBodies = oneTypeAcrossBatches("row_bodies")
 
 /** Retried publishes of the same decision collapse to one stored event. */
 export const batchMsgId = (event: BatchEvent): string => {
