@@ -1,4 +1,5 @@
 // Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why).
+import { copyFileSync, mkdirSync } from "node:fs"
 import { build } from "esbuild"
 
 const common = {
@@ -17,3 +18,6 @@ await Promise.all([
   // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
   build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
 ])
+// The upstream thread's entry, loaded by its URL next to the server's code (src/actors/upstreamThread.ts).
+mkdirSync(path("../dist"), { recursive: true })
+copyFileSync(path("../src/actors/upstreamWorker.mjs"), path("../dist/upstreamWorker.mjs"))

@@ -1,16 +1,7 @@
 import { Deferred, Duration, Effect, FiberId } from "effect"
-import http from "node:http"
-import https from "node:https"
 import type { ModelEntry } from "../config/Catalog.js"
 import type { UpstreamOutcome } from "../domain/upstream/UpstreamOutcome.js"
-
-const retryAfterMs = (header: string | undefined, now: number): number | undefined => {
-  if (header === undefined) return undefined
-  const seconds = Number(header)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const date = Date.parse(header)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+import { type UpstreamTarget, upstreamThread } from "./upstreamThread.js"
 
 /** The stored body names the public model id; the upstream may know it by another name. */
 const upstreamBody = (model: ModelEntry, body: string): string => {
@@ -19,100 +10,21 @@ const upstreamBody = (model: ModelEntry, body: string): string => {
   return JSON.stringify({ ...parsed, model: model.upstreamModel })
 }
 
-// One keep-alive pool per upstream; node:http costs a fraction of fetch's per-request overhead.
-const agents = new Map<string, http.Agent>()
-const agentFor = (url: URL, slots: number) => {
-  const key = `${url.protocol}//${url.host}`
-  let agent = agents.get(key)
-  if (agent === undefined) {
-    const options = { keepAlive: true, maxSockets: Math.max(slots, 16) * 2 }
-    agent = url.protocol === "https:" ? new https.Agent(options) : new http.Agent(options)
-    agents.set(key, agent)
-  }
-  return agent
-}
-
-interface Target {
-  readonly client: typeof http | typeof https
-  /** Worked out once per model: node:http would otherwise convert a URL into these on every request. */
-  readonly options: http.RequestOptions
-}
-
-const targetOf = (model: ModelEntry): Target => {
+const targetOf = (model: ModelEntry): UpstreamTarget => {
   const url = new URL(`${model.upstreamUrl}/chat/completions`)
   return {
-    client: url.protocol === "https:" ? https : http,
-    options: {
-      protocol: url.protocol,
-      hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
-      port: url.port === "" ? undefined : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      method: "POST",
-      ...(url.username === "" ? {} : { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }),
-      agent: agentFor(url, model.batchConcurrency),
-    },
+    https: url.protocol === "https:",
+    hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
+    ...(url.port === "" ? {} : { port: Number(url.port) }),
+    path: `${url.pathname}${url.search}`,
+    ...(url.username === "" ? {} : { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }),
+    ...(model.apiKey === undefined ? {} : { apiKey: model.apiKey }),
+    maxSockets: Math.max(model.batchConcurrency, 16) * 2,
   }
 }
-
-/**
- * Sends one attempt, handing the request to `onRequest` so that a timeout can destroy it (an AbortSignal
- * per call cost more than the rest of the call's setup).
- */
-const post = (model: ModelEntry, target: Target, body: string, onRequest: (request: http.ClientRequest) => void) =>
-  new Promise<UpstreamOutcome>((resolve, reject) => {
-    const payload = Buffer.from(upstreamBody(model, body))
-    const request = target.client.request(
-      {
-        ...target.options,
-        headers: {
-          "content-type": "application/json",
-          "content-length": payload.length,
-          ...(model.apiKey === undefined ? {} : { authorization: `Bearer ${model.apiKey}` }),
-        },
-      },
-      (response) => {
-        const chunks: Array<Buffer> = []
-        response.on("data", (chunk: Buffer) => chunks.push(chunk))
-        response.on("error", reject)
-        response.on("end", () => {
-          if (!response.complete) {
-            resolve({ _tag: "NetworkError", message: "The model server closed the connection mid-response" })
-            return
-          }
-          const status = response.statusCode ?? 0
-          const text = Buffer.concat(chunks).toString("utf8")
-          let parsed: unknown
-          try {
-            parsed = JSON.parse(text)
-          } catch {
-            if (status >= 200 && status < 300) {
-              resolve({ _tag: "NetworkError", message: "The model server sent an incomplete response" })
-              return
-            }
-            parsed = text
-          }
-          const after = retryAfterMs(response.headers["retry-after"], Date.now())
-          resolve(
-            after === undefined
-              ? { _tag: "Response", status, body: parsed }
-              : { _tag: "Response", status, body: parsed, retryAfterMs: after },
-          )
-        })
-      },
-    )
-    request.on("error", reject)
-    onRequest(request)
-    request.end(payload)
-  })
-
-const unreachable = (error: unknown): UpstreamOutcome => ({
-  _tag: "NetworkError",
-  message: `The model server could not be reached: ${error instanceof Error ? error.message : String(error)}`,
-})
 
 interface InFlight {
   readonly deadline: number
-  request: http.ClientRequest | undefined
   readonly settle: (outcome: UpstreamOutcome) => void
 }
 
@@ -126,9 +38,9 @@ interface InFlight {
 export const makeUpstreamCaller = (model: ModelEntry) =>
   Effect.gen(function* () {
     const clock = yield* Effect.clock
-    const target = targetOf(model)
+    const thread = yield* upstreamThread
+    const target = thread.target(targetOf(model))
     const inFlight = new Map<number, InFlight>()
-    let nextId = 0
     let idle = Deferred.unsafeMake<void>(FiberId.none)
 
     const sweep = Effect.gen(function* () {
@@ -147,7 +59,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
         for (const [id, call] of inFlight) {
           if (call.deadline > now) break
           inFlight.delete(id)
-          call.request?.destroy()
+          thread.abort(id)
           call.settle({ _tag: "Timeout" })
         }
       }
@@ -157,23 +69,24 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
     return (body: string, onAnswered?: (outcome: UpstreamOutcome) => void): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
-        const id = nextId++
+        let id = -1
         let settled = false
         const settle = (outcome: UpstreamOutcome) => {
           if (settled) return
           settled = true
           inFlight.delete(id)
           onAnswered?.(outcome)
-          resume(Effect.succeed(outcome))
+          // Answers arrive many at once: the slots they free send their next calls before any of these
+          // rows' bookkeeping runs, or the last call of a round would wait for all of it (B3).
+          queueMicrotask(() => resume(Effect.succeed(outcome)))
         }
         if (inFlight.size === 0) Deferred.unsafeDone(idle, Effect.void)
-        const call: InFlight = { deadline: clock.unsafeCurrentTimeMillis() + model.timeoutMs, request: undefined, settle }
-        inFlight.set(id, call)
-        post(model, target, body, (request) => (call.request = request)).then(settle, (error) => settle(unreachable(error)))
+        id = thread.send(target, upstreamBody(model, body), settle)
+        inFlight.set(id, { deadline: clock.unsafeCurrentTimeMillis() + model.timeoutMs, settle })
         return Effect.sync(() => {
           settled = true
           inFlight.delete(id)
-          call.request?.destroy()
+          thread.abort(id)
         })
       })
   })
