@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
-import { rowsMessages } from "../src/actors/rowsAdded.js"
+import { appendBodies, rowsMessages } from "../src/actors/rowsAdded.js"
 import { type AccountEvent, accountSubject } from "../src/domain/account/events.js"
 import { type BatchEvent, onceOnlyTypes } from "../src/domain/batch/events.js"
 import { batchMsgId, batchSubject } from "../src/domain/batch/subjects.js"
@@ -93,11 +93,11 @@ export const fillLog = (
           const batchId = `batch_bench${String(b).padStart(27, "0")}`
           const rows = smallRows(rowsPerBatch, MODELS.fast).map((r) => ({ custom_id: r.custom_id, model: r.body.model, body: r.body }))
           // As BatchWriter.create writes them: the bodies first, then the rows naming where they are.
-          const { bodies, rowsAdded } = rowsMessages(batchId, rows)
-          const stored = yield* log.append(bodies)
+          const messages = rowsMessages(batchId, rows)
+          const stored = yield* appendBodies(log, messages)
           let appended = stored.length
           let pending: Array<AppendInput> = []
-          for (const message of batchHistory(batchId, rowsAdded(stored), rowsPerBatch, slots, t0 + b * 3_600_000)) {
+          for (const message of batchHistory(batchId, messages.rowsAdded(stored), rowsPerBatch, slots, t0 + b * 3_600_000)) {
             pending.push(message)
             if (pending.length >= SLICE) {
               appended += (yield* log.append(pending)).length

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { makeBodyCache } from "../src/actors/bodyCache.js"
-import { rowsMessages } from "../src/actors/rowsAdded.js"
+import { appendBodies, rowsMessages } from "../src/actors/rowsAdded.js"
 import { withChunking } from "../src/eventlog/chunking.js"
 import type { EventLogShape } from "../src/eventlog/EventLog.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
@@ -68,9 +68,9 @@ describe("a model's actor reads each row's request body from the log", () => {
               const ids = batches.map((_, b) => `batch_${b}`)
               for (const [b, bodies] of batches.entries()) {
                 const rows = bodies.map((body, i) => ({ custom_id: `r${i}`, model: "m", body }))
-                const { bodies: bodyMessages, rowsAdded } = rowsMessages(ids[b]!, rows)
-                const stored = yield* log.append(bodyMessages)
-                yield* log.append([...rowsAdded(stored), created(ids[b]!, rows.length)])
+                const messages = rowsMessages(ids[b]!, rows)
+                const stored = yield* appendBodies(log, messages)
+                yield* log.append([...messages.rowsAdded(stored), created(ids[b]!, rows.length)])
               }
               yield* sync
               const cache = makeBodyCache(reads, log)
@@ -108,8 +108,8 @@ describe("a model's actor reads each row's request body from the log", () => {
     withLogAndReadModel((log, sync, reads) =>
       Effect.gen(function* () {
         const B = "batch_gone"
-        const { bodies, rowsAdded } = rowsMessages(B, [{ custom_id: "a", model: "m", body: { n: 1 } }])
-        yield* log.append([...rowsAdded(yield* log.append(bodies)), created(B, 1)])
+        const messages = rowsMessages(B, [{ custom_id: "a", model: "m", body: { n: 1 } }])
+        yield* log.append([...messages.rowsAdded(yield* appendBodies(log, messages)), created(B, 1)])
         yield* sync
         yield* log.purge(`batch.${B}.>`)
         expect(yield* makeBodyCache(reads, log).take(B, 0)).toBeUndefined()

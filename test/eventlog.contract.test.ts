@@ -177,6 +177,23 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
       }),
     ))
 
+  it("keeps what was appended when the caller writes over its buffers once the append has succeeded", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* backend.open(64)
+        const buffer = Buffer.from("a".repeat(100) + "b".repeat(10))
+        yield* log.append([
+          { subject: "batch.a.large", data: buffer.subarray(0, 100) },
+          { subject: "batch.a.small", data: buffer.subarray(100) },
+        ])
+        buffer.fill("x")
+        expect(summary(yield* collect(log.read("batch.a.>", 1))).map(([, subject, data]) => [subject, data])).toEqual([
+          ["batch.a.large", "a".repeat(100)],
+          ["batch.a.small", "b".repeat(10)],
+        ])
+      }),
+    ))
+
   it("stores a message id once and reports the first seq for duplicates", () =>
     run(
       Effect.gen(function* () {

@@ -8,7 +8,7 @@ import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, typ
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { loadBatchState } from "./batchState.js"
-import { rowsMessages } from "./rowsAdded.js"
+import { appendBodies, rowsMessages } from "./rowsAdded.js"
 
 export interface NewBatch {
   readonly accountId: string
@@ -99,9 +99,9 @@ const createMessages = (batch: NewBatch, batchId: string, now: number) => {
     models: [...new Set(batch.requests.map((r) => r.model))],
   }
   // The rows go first so that a reader never sees a created batch without its rows.
-  const { bodies, rowsAdded } = rowsMessages(batchId, batch.requests)
-  const messages = (storedBodies: ReadonlyArray<AppendResult>) => [...rowsAdded(storedBodies), message(created)]
-  return { created, bodies, messages }
+  const rows = rowsMessages(batchId, batch.requests)
+  const messages = (storedBodies: ReadonlyArray<AppendResult>) => [...rows.rowsAdded(storedBodies), message(created)]
+  return { created, rows, messages }
 }
 
 export const Live = Layer.effect(
@@ -197,15 +197,15 @@ export const Live = Layer.effect(
       Effect.flatMap(decideCommand(batchId, command), (decided) => decided.written)
 
     const create = (batch: NewBatch) => {
-      // Dropped once serialized: the rows' objects need not stay alive while the log writes their bytes.
+      // Dropped once serialized: the rows' objects need not stay alive while the log stores their bytes.
       let rows: NewBatch | undefined = batch
       return Effect.gen(function* () {
         const now = yield* clock.currentTimeMillis
         const batchId = `batch_${randomUUID().replaceAll("-", "")}`
-        const { created, bodies, messages } = createMessages(rows!, batchId, now)
+        const { created, rows: rowMessages, messages } = createMessages(rows!, batchId, now)
         rows = undefined
-        // A crash between the two appends leaves bodies that no batch names: never read, purged by nobody.
-        const written = yield* log.append(messages(yield* log.append(bodies)))
+        // A crash before the rows are appended leaves bodies that no batch names: never read, purged by nobody.
+        const written = yield* log.append(messages(yield* appendBodies(log, rowMessages)))
         live.set(batchId, fresh(evolve(initialState(batchId), created)))
         return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))

@@ -1,8 +1,11 @@
+import { Effect } from "effect"
 import { batchSubject } from "../domain/batch/subjects.js"
-import type { AppendInput, AppendResult } from "../eventlog/EventLog.js"
+import type { AppendInput, AppendResult, EventLogShape } from "../eventlog/EventLog.js"
 
 /** Small enough that a chunk never needs the log's multi-part messages unless one row alone is large. */
 const CHUNK_BYTES = 256 * 1024
+/** The bodies go to the log a few MiB at a time, from one buffer: a create holds no copy of all of them. */
+const GROUP_BYTES = 4 * 1024 * 1024
 
 export interface NewRow {
   readonly custom_id: string
@@ -11,28 +14,29 @@ export interface NewRow {
 }
 
 export interface RowsMessages {
-  /** The `row_bodies` events: every request body, serialized once, straight into the bytes of its event. */
-  readonly bodies: Array<AppendInput>
+  /**
+   * The next `row_bodies` events, every request body serialized once, straight into the bytes of its
+   * event: about GROUP_BYTES of them, or undefined once all are out. Their data lives in a buffer the
+   * next call writes over, so each group must be appended, successfully, before the next is asked for.
+   */
+  readonly nextBodies: () => Array<AppendInput> | undefined
   /** The `rows_added` event of each bodies chunk, once the log has said where the bodies are stored. */
   readonly rowsAdded: (stored: ReadonlyArray<AppendResult>) => Array<AppendInput>
 }
 
 /**
- * The input rows as events, in two appends: their bodies first, in `row_bodies` events, then the rows'
+ * The input rows as events, in two steps: their bodies first, in `row_bodies` events, then the rows'
  * ids and models in `rows_added` events, each naming the log position of its chunk's bodies. The
- * projections decode only the second kind, a small fraction of a batch's bytes. What `rowsAdded` needs
- * is taken out of the requests here, so the caller can let go of them before anything is appended.
+ * projections decode only the second kind, a small fraction of a batch's bytes.
  */
-export const rowsMessages = (batchId: string, requests: ReadonlyArray<NewRow>): RowsMessages => {
-  const bodies: Array<AppendInput> = []
+export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): RowsMessages => {
+  // Let go of once every body is serialized: the rows' objects need not outlive their bytes.
+  let requests = input
   const chunks: Array<{ readonly first: number; readonly rowsJson: string }> = []
   const bodiesSubject = batchSubject(batchId, "row_bodies")
-  // One staging buffer, grown as needed; each event's bytes are copied out of it once, at their size.
-  let staging = Buffer.allocUnsafe(CHUNK_BYTES * 2)
+  let staging = Buffer.allocUnsafe(GROUP_BYTES + CHUNK_BYTES)
   let used = 0
-  let first = 0
-  let count = 0
-  let chars = 0
+  let next = 0
   const put = (text: string) => {
     const room = used + text.length * 3
     if (room > staging.length) {
@@ -42,30 +46,45 @@ export const rowsMessages = (batchId: string, requests: ReadonlyArray<NewRow>): 
     }
     used += staging.write(text, used, "utf8")
   }
-  const start = () => put(`{"type":"row_bodies","batch_id":"${batchId}","first":${first},"bodies":[`)
-  const flush = () => {
-    if (count === 0) return
+  /** One event's bytes from `next` on, up to CHUNK_BYTES of bodies (or one larger body), at the end of the buffer. */
+  const putEvent = () => {
+    const first = next
+    put(`{"type":"row_bodies","batch_id":"${batchId}","first":${first},"bodies":[`)
+    let chars = 0
+    while (next < requests.length) {
+      const body = JSON.stringify(requests[next]!.body)
+      if (next > first && chars + body.length > CHUNK_BYTES) break
+      if (next > first) put(",")
+      put(body)
+      chars += body.length
+      next++
+    }
     put("]}")
-    const data = new Uint8Array(used)
-    data.set(staging.subarray(0, used))
-    bodies.push({ subject: bodiesSubject, data, msgId: `${batchId}:bodies:${first}` })
-    const ids = requests.slice(first, first + count).map((r) => ({ custom_id: r.custom_id, model: r.model }))
+    const ids = requests.slice(first, next).map((r) => ({ custom_id: r.custom_id, model: r.model }))
     chunks.push({ first, rowsJson: JSON.stringify(ids) })
-    first += count
-    count = 0
-    chars = 0
+    return first
+  }
+  const nextBodies = () => {
+    if (next >= requests.length) {
+      requests = []
+      next = 0
+      staging = Buffer.alloc(0)
+      return undefined
+    }
     used = 0
+    const events: Array<{ readonly first: number; readonly start: number; readonly end: number }> = []
+    while (next < requests.length && used < GROUP_BYTES) {
+      const start = used
+      const first = putEvent()
+      events.push({ first, start, end: used })
+    }
+    // Views taken once the group is written: the buffer may have grown (moved) while it was.
+    return events.map(({ first, start, end }): AppendInput => ({
+      subject: bodiesSubject,
+      data: staging.subarray(start, end),
+      msgId: `${batchId}:bodies:${first}`,
+    }))
   }
-  for (const r of requests) {
-    const body = JSON.stringify(r.body)
-    if (chars + body.length > CHUNK_BYTES) flush()
-    if (count === 0) start()
-    else put(",")
-    put(body)
-    count++
-    chars += body.length
-  }
-  flush()
 
   const rowsSubject = batchSubject(batchId, "rows_added")
   const encoder = new TextEncoder()
@@ -79,5 +98,15 @@ export const rowsMessages = (batchId: string, requests: ReadonlyArray<NewRow>): 
         msgId: `${batchId}:rows:${first}`,
       }
     })
-  return { bodies, rowsAdded }
+  return { nextBodies, rowsAdded }
 }
+
+/** Appends the bodies group after group, each stored before the next overwrites its buffer; answers where each event is. */
+export const appendBodies = (log: EventLogShape, messages: RowsMessages) =>
+  Effect.gen(function* () {
+    const stored: Array<AppendResult> = []
+    for (let group = messages.nextBodies(); group !== undefined; group = messages.nextBodies()) {
+      stored.push(...(yield* log.append(group)))
+    }
+    return stored
+  })

@@ -56,7 +56,8 @@ export interface EventLogShape {
   readonly maxPayload: number
   /**
    * Appends in order, pipelined: every message is in flight at once within a bounded window.
-   * Results are in input order. Not atomic across messages.
+   * Results are in input order. Not atomic across messages. Once it has succeeded, nothing holds the
+   * messages' `data` any more: the caller may write over those buffers.
    */
   readonly append: (
     messages: ReadonlyArray<AppendInput>,
