@@ -210,6 +210,8 @@ describe("the owner's key, account, quota and slots, checked before every row", 
     const bootstrap = client(sluice.url)
     const blocker = await create(bootstrap, [chatRow("blocker", `blocks the one slot ${simDirective.latency(1000)}`)])
     await rowRunning(bootstrap, blocker)
+    // A row shows running once its start is stored, which can come before its request reaches the model.
+    await until("the blocker to reach the model", async () => (sim.stats().inFlight === 1 ? true : undefined))
     const received = sim.stats().received
     const waiting = await create(api, [chatRow("w-1", "waits"), chatRow("w-2", "waits too")])
     const dropped = await create(api, [chatRow("d-1", "cancelled while waiting")])
