@@ -36,7 +36,8 @@ export interface LogMessage {
 export interface ReadOptions {
   /**
    * Messages on subjects this filter matches may come with empty data: for a reader that skips them
-   * unread, so an adapter that can leave their bytes where they are (the embedded log) does.
+   * unread, so an adapter that can leave their bytes where they are (the embedded log, for the large
+   * ones) does.
    */
   readonly withoutDataOn?: string
 }
