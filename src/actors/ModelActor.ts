@@ -1,10 +1,10 @@
-import { Effect, Random, Schedule } from "effect"
+import { Effect, Either, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
 import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
-import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
+import { type EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape, Decided } from "./BatchWriter.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
@@ -24,7 +24,8 @@ export interface ModelActor {
 }
 
 const SHUTDOWN_GRACE_MS = 30_000
-const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
+const LOG_RETRY_PAUSE = "100 millis"
+const LOG_RETRY = Schedule.exponential(LOG_RETRY_PAUSE).pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
 /**
  * One model's batch slots: at most `batchSlots` rows at the model at once, taken from the batches in
@@ -128,38 +129,43 @@ export const makeModelActor = (
         },
       )
 
-    // A row the log could not take (a NATS restart, a publish whose ack was lost) is not dropped: the
-    // same command is sent again until the log answers. Deciding it twice gives the same events with
-    // the same message ids, which the log stores once.
-    // The retry is set up only once a write has failed: a retry wrapper costs about 15 µs even when unused.
-    const write = (batchId: string, command: BatchCommand & { readonly row: number }) => {
-      const attempt = writer.execute(batchId, command)
-      const warned = (e: LogUnavailable) =>
-        Effect.logWarning(`row ${command.row} of ${batchId} waits for the event log: ${e.message}`)
+    /**
+     * `attempt` again, with a warning each time, while the log is unavailable (a NATS restart, a publish
+     * whose ack was lost): a row is never dropped for it. The retry is set up only once an attempt has
+     * failed: a retry wrapper costs about 15 µs even when unused.
+     */
+    const whileLogUnavailable = <A, E>(attempt: Effect.Effect<A, E | LogUnavailable>, waits: (e: LogUnavailable) => string) => {
+      const unavailable = (e: unknown): e is LogUnavailable => e instanceof LogUnavailable
+      const warned = (e: unknown) => (unavailable(e) ? Effect.logWarning(waits(e)) : Effect.void)
       return attempt.pipe(
-        Effect.catchTag("LogUnavailable", (e) =>
+        Effect.catchIf(unavailable, (e) =>
           Effect.andThen(
             warned(e),
-            attempt.pipe(
-              Effect.tapErrorTag("LogUnavailable", warned),
-              Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
-            ),
+            attempt.pipe(Effect.tapError(warned), Effect.retry({ schedule: LOG_RETRY, while: unavailable })),
           ),
         ),
       )
     }
 
-    // Like a write: a body the log cannot give yet (a NATS restart) is read again until it can.
-    const bodyOf = (batchId: string, row: number) => {
-      const attempt = bodies.take(batchId, row)
-      return attempt.pipe(
-        Effect.catchTag("LogUnavailable", (e) =>
-          Effect.logWarning(`row ${row} of ${batchId} waits for the event log to read its body: ${e.message}`).pipe(
-            Effect.andThen(attempt.pipe(Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }))),
-          ),
-        ),
+    // Deciding a command twice gives the same events with the same message ids, which the log stores once.
+    const write = (batchId: string, command: BatchCommand & { readonly row: number }) =>
+      whileLogUnavailable(
+        writer.execute(batchId, command),
+        (e) => `row ${command.row} of ${batchId} waits for the event log: ${e.message}`,
       )
-    }
+
+    // Deciding a start can need the log: a batch whose state the writer dropped is loaded from it again.
+    const decideStart = (batchId: string, row: number) =>
+      whileLogUnavailable(
+        Effect.suspend(() => writer.decide(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })),
+        (e) => `row ${row} of ${batchId} waits for the event log to start: ${e.message}`,
+      )
+
+    const bodyOf = (batchId: string, row: number) =>
+      whileLogUnavailable(
+        bodies.take(batchId, row),
+        (e) => `row ${row} of ${batchId} waits for the event log to read its body: ${e.message}`,
+      )
 
     /** The row's attempt once its start is in the log, or undefined when it no longer runs. */
     const startWritten = (batchId: string, row: number, decided: Decided, attempt: number) =>
@@ -177,13 +183,18 @@ export const makeModelActor = (
           }),
       })
 
-    const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void) =>
+    const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const decided = yield* writer.decide(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })
+        const decided = yield* decideStart(batchId, row)
         const start = decided.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") {
-          yield* decided.written
-          return
+          // Events that are not a start (the batch closing) and that the log did not take: the writer now
+          // holds the log's state of the batch, so the row is decided again from it, after a pause.
+          const stored = yield* Effect.either(decided.written)
+          if (Either.isRight(stored)) return
+          yield* Effect.logWarning(`row ${row} of ${batchId} waits for the event log: ${stored.left.message}`)
+          yield* Effect.sleep(LOG_RETRY_PAUSE)
+          return yield* runRow(accountId, batchId, row, freeSlot)
         }
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
