@@ -178,7 +178,10 @@ export const makeModelActor = (
             const again = yield* write(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })
             const start = again.events.find((e) => e.type === "row_started")
             if (start?.type === "row_started") return start.attempt
-            const phase = yield* writer.rowPhase(batchId, row)
+            const phase = yield* whileLogUnavailable(
+              writer.rowPhase(batchId, row),
+              (e) => `row ${row} of ${batchId} waits for the event log to settle: ${e.message}`,
+            )
             return phase?.status === "running" ? phase.attempt : undefined
           }),
       })
