@@ -1,4 +1,4 @@
-import { Effect, Either, Random, Schedule } from "effect"
+import { Effect, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
@@ -24,8 +24,7 @@ export interface ModelActor {
 }
 
 const SHUTDOWN_GRACE_MS = 30_000
-const LOG_RETRY_PAUSE = "100 millis"
-const LOG_RETRY = Schedule.exponential(LOG_RETRY_PAUSE).pipe(Schedule.union(Schedule.spaced("2 seconds")))
+const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
 /**
  * One model's batch slots: at most `batchSlots` rows at the model at once, taken from the batches in
@@ -155,9 +154,15 @@ export const makeModelActor = (
       )
 
     // Deciding a start can need the log: a batch whose state the writer dropped is loaded from it again.
+    // Events that are not a start (the batch closing) are awaited here: if the log did not take them, the
+    // writer holds the log's state of the batch by the time the start is decided again.
     const decideStart = (batchId: string, row: number) =>
       whileLogUnavailable(
-        Effect.suspend(() => writer.decide(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })),
+        Effect.suspend(() => writer.decide(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })).pipe(
+          Effect.flatMap((decided) =>
+            decided.events.some((e) => e.type === "row_started") ? Effect.succeed(decided) : Effect.as(decided.written, decided),
+          ),
+        ),
         (e) => `row ${row} of ${batchId} waits for the event log to start: ${e.message}`,
       )
 
@@ -186,19 +191,11 @@ export const makeModelActor = (
           }),
       })
 
-    const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void): Effect.Effect<void> =>
+    const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void) =>
       Effect.gen(function* () {
         const decided = yield* decideStart(batchId, row)
         const start = decided.events.find((e) => e.type === "row_started")
-        if (start?.type !== "row_started") {
-          // Events that are not a start (the batch closing) and that the log did not take: the writer now
-          // holds the log's state of the batch, so the row is decided again from it, after a pause.
-          const stored = yield* Effect.either(decided.written)
-          if (Either.isRight(stored)) return
-          yield* Effect.logWarning(`row ${row} of ${batchId} waits for the event log: ${stored.left.message}`)
-          yield* Effect.sleep(LOG_RETRY_PAUSE)
-          return yield* runRow(accountId, batchId, row, freeSlot)
-        }
+        if (start?.type !== "row_started") return
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
         const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { batchSubject } from "../domain/batch/subjects.js"
+import { batchSubject, chunkMsgId } from "../domain/batch/subjects.js"
 import type { AppendInput, AppendResult, EventLogShape } from "../eventlog/EventLog.js"
 
 /** Bodies per event, about: small enough that an event seldom needs the log's multi-part messages. */
@@ -65,7 +65,6 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): Row
   const nextBodies = () => {
     if (next >= requests.length) {
       requests = []
-      next = 0
       staging = Buffer.alloc(0)
       return undefined
     }
@@ -80,7 +79,7 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): Row
     return events.map(({ first, start, end }): AppendInput => ({
       subject: bodiesSubject,
       data: staging.subarray(start, end),
-      msgId: `${batchId}:bodies:${first}`,
+      msgId: chunkMsgId(batchId, "row_bodies", first),
     }))
   }
 
@@ -93,7 +92,7 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): Row
       return {
         subject: rowsSubject,
         data: encoder.encode(`{"type":"rows_added","batch_id":"${batchId}","first":${first},"rows":${rowsJson},"bodies":${bodiesAt}}`),
-        msgId: `${batchId}:rows:${first}`,
+        msgId: chunkMsgId(batchId, "rows_added", first),
       }
     })
   return { nextBodies, rowsAdded }

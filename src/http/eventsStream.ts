@@ -3,7 +3,7 @@ import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream }
 import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
 import { type PublicBatchEvent, isTerminalRowEvent, publicEvent } from "../domain/batch/publicEvent.js"
 import { isFinal } from "../domain/batch/state.js"
-import { everyRowBodies, isRowBodiesSubject, oneBatch } from "../domain/batch/subjects.js"
+import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
 import type { EventLogShape, LogMessage } from "../eventlog/EventLog.js"
 import type { BatchReads } from "../projections/batchReads.js"
 import type { ProjectorShape } from "../projections/Projector.js"
@@ -23,8 +23,6 @@ const settlingTypes: ReadonlySet<BatchEvent["type"]> = new Set<BatchEvent["type"
   ...[...onceOnlyTypes].filter((type) => type !== "batch_created" && type !== "batch_started"),
 ])
 
-// Watchers are never sent request bodies: the log need not hand their bytes over.
-const withoutBodies = { withoutDataOn: everyRowBodies }
 const decode = Schema.decodeUnknownEither(BatchEvent)
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
@@ -121,7 +119,7 @@ export const batchEventsStream = (sources: EventsStreamSources, batchId: string,
     })
 
     const live = Stream.suspend(() =>
-      Stream.merge(Stream.chunks(log.follow(filter, position.from, withoutBodies)), Stream.as(Stream.tick(IDLE_CHECK), "check" as const), {
+      Stream.merge(Stream.chunks(log.follow(filter, position.from, withoutRowBodies)), Stream.as(Stream.tick(IDLE_CHECK), "check" as const), {
         haltStrategy: "left",
       }),
     ).pipe(
@@ -139,7 +137,7 @@ export const batchEventsStream = (sources: EventsStreamSources, batchId: string,
     const rest = Stream.suspend(() => {
       const batch = batches.one(batchId)
       if (gone || batch === undefined) return Stream.empty
-      return log.read(filter, readFrom(batch.seq), withoutBodies).pipe(Stream.chunks, Stream.map((messages) => render(messages).text))
+      return log.read(filter, readFrom(batch.seq), withoutRowBodies).pipe(Stream.chunks, Stream.map((messages) => render(messages).text))
     })
 
     const start = Stream.fromEffect(

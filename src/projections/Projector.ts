@@ -1,7 +1,7 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
 import { BatchEvent } from "../domain/batch/events.js"
-import { everyRowBodies, isRowBodiesSubject } from "../domain/batch/subjects.js"
+import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
 import { batchesProjection } from "./batches.js"
@@ -14,8 +14,6 @@ const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
-/** Every projection skips the request bodies: the log need not hand their bytes over. */
-export const withoutBodies = { withoutDataOn: everyRowBodies }
 
 /** The accounts whose rows one applied window changed. */
 export interface AccountChanges {
@@ -156,9 +154,9 @@ export const Live = Layer.scoped(
         if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
         yield* SubscriptionRef.update(applied, (seq) => Math.max(seq, last.seq))
       }).pipe(Effect.uninterruptible)
-    yield* log.read(">", resumeOffset(db), withoutBodies).pipe(Stream.runForEachChunk(applyChunk))
+    yield* log.read(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk))
     yield* Effect.suspend(() =>
-      log.follow(">", resumeOffset(db), withoutBodies).pipe(Stream.runForEachChunk(applyChunk)),
+      log.follow(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk)),
     ).pipe(
       Effect.tapErrorCause((cause) => Effect.logError("projection follow stopped; resuming where it left off", cause)),
       Effect.retry(Schedule.spaced("500 millis")),

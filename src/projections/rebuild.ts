@@ -3,7 +3,8 @@ import { rmSync } from "node:fs"
 import type Database from "better-sqlite3"
 import { Chunk, Context, Duration, Effect, Layer, Stream } from "effect"
 import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
-import { makeApplier, withoutBodies } from "./Projector.js"
+import { withoutRowBodies } from "../domain/batch/subjects.js"
+import { makeApplier } from "./Projector.js"
 import { ReadModel } from "./ReadModel.js"
 
 export const DEFAULT_WINDOW = 16_000
@@ -40,7 +41,7 @@ export const rebuildReadModel = (
     const apply = makeApplier(db)
     const lastSeq = yield* log.lastSeq
     const totals = { events: 0, skipped: 0, appliedSeq: 0 }
-    yield* log.read(">", 1, withoutBodies).pipe(
+    yield* log.read(">", 1, withoutRowBodies).pipe(
       Stream.takeWhile((m) => m.seq <= lastSeq),
       Stream.grouped(options.window ?? DEFAULT_WINDOW),
       Stream.runForEach((chunk) =>

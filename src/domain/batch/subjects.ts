@@ -8,17 +8,20 @@ export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
 /** A `row_bodies` subject: readers that have no use for request bodies skip these unread. */
 export const isRowBodiesSubject = (subject: string) => subject.endsWith(".row_bodies")
-/** Every `row_bodies` subject: what those readers ask the log to leave without data. */
-export const everyRowBodies = oneTypeAcrossBatches("row_bodies")
+/** What those readers ask the log for (its ReadOptions): every `row_bodies` subject left without data. */
+export const withoutRowBodies = { withoutDataOn: oneTypeAcrossBatches("row_bodies") } as const
+
+/** A chunk of a batch's input rows: its `row_bodies` or `rows_added` event, by the chunk's first row. */
+export const chunkMsgId = (batchId: string, type: "row_bodies" | "rows_added", first: number) =>
+  `${batchId}:${type === "row_bodies" ? "bodies" : "rows"}:${first}`
 
 /** Retried publishes of the same decision collapse to one stored event. */
 export const batchMsgId = (event: BatchEvent): string => {
   if (onceOnlyTypes.has(event.type)) return `${event.batch_id}:${event.type}`
   switch (event.type) {
     case "rows_added":
-      return `${event.batch_id}:rows:${event.first}`
     case "row_bodies":
-      return `${event.batch_id}:bodies:${event.first}`
+      return chunkMsgId(event.batch_id, event.type, event.first)
     case "row_started":
     case "row_retrying":
     case "row_completed":
