@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { accessSync, constants, mkdtempSync, rmSync } from "node:fs"
-import { createConnection, createServer } from "node:net"
+import { createConnection } from "node:net"
 import { tmpdir } from "node:os"
 import { delimiter, join } from "node:path"
+import { freePort } from "./ports.js"
 
 export interface NatsServer {
   readonly url: string
@@ -31,18 +32,6 @@ const findBinary = (): string => {
     "nats-server not found on PATH or at /usr/sbin/nats-server: the JetStream tests need it (apt-get install nats-server)",
   )
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() =>
-        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")),
-      )
-    })
-  })
 
 const accepts = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
@@ -86,11 +75,19 @@ export const stopProcess = (child: ChildProcess): Promise<void> =>
 
 export const startNatsServer = async (): Promise<NatsServer> => {
   const binary = findBinary()
-  let port = await freePort()
-  // Never the machine's shared server.
-  while (port === 4222) port = await freePort()
   const storeDir = mkdtempSync(join(tmpdir(), "sluice-nats-"))
-  let child = await launch(binary, port, storeDir)
+  // The port is outside 4222, the machine's shared server, by construction (see ports.ts).
+  let port = await freePort()
+  let launched: ChildProcess | undefined
+  for (let attempt = 1; launched === undefined; attempt++) {
+    try {
+      launched = await launch(binary, port, storeDir)
+    } catch (error) {
+      if (attempt >= 5 || !/address already in use/.test(String(error))) throw error
+      port = await freePort()
+    }
+  }
+  let child = launched
   return {
     url: `nats://127.0.0.1:${port}`,
     port,

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { serverEnv } from "../../src/config/serverEnv.js"
+import { freePort, lostPortRace } from "./ports.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 export const BOOTSTRAP_KEY = "hyi-test-bootstrap-key"
@@ -49,16 +49,7 @@ export interface TestClockControls {
   now(): Promise<number>
 }
 
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -77,6 +68,17 @@ export function startSluice(options: SluiceOptions & { readonly testClock: { rea
 export function startSluice(options?: SluiceOptions): Promise<Sluice>
 export async function startSluice(options: SluiceOptions = {}): Promise<Sluice | (Sluice & TestClockControls)> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "sluice-test-"))
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(options, dataDir)
+    } catch (error) {
+      // Another process bound a port between freePort's probe and Sluice's listen: take new ports.
+      if (attempt >= 5 || !(error instanceof Error) || !lostPortRace(error.message)) throw error
+    }
+  }
+}
+
+const launch = async (options: SluiceOptions, dataDir: string): Promise<Sluice | (Sluice & TestClockControls)> => {
   const port = await freePort()
   const clockPort = options.testClock === undefined ? undefined : await freePort()
   const env: Record<string, string> = {
