@@ -531,6 +531,29 @@ describe("EventLog contract: jetstream across a server restart", () => {
     ))
 })
 
+describe("EventLog contract: jetstream with a hung server", () => {
+  it("an append whose ack never comes fails as LogUnavailable, and the next one after the server wakes is stored once", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* jetStream.open()
+        yield* appendTexts(log, [["batch.h.e", "1"]])
+        server().freeze(true)
+        const lost = yield* log
+          .append([{ subject: "batch.h.e", data: new TextEncoder().encode("2"), msgId: "h-2" }])
+          .pipe(Effect.flip, Effect.ensuring(Effect.sync(() => server().freeze(false))))
+        expect(lost._tag).toBe("LogUnavailable")
+        expect(lost.message).toMatch(/timeout/)
+        // The frozen server read the publish once it woke, so it may be stored already: its msgId keeps it once.
+        const again = yield* log.append([{ subject: "batch.h.e", data: new TextEncoder().encode("2"), msgId: "h-2" }])
+        expect(again[0]!.seq).toBe(2)
+        expect(summary(yield* collect(log.read(">", 1)))).toEqual([
+          [1, "batch.h.e", "1"],
+          [2, "batch.h.e", "2"],
+        ])
+      }),
+    ))
+})
+
 describe("EventLog contract: jetstream pull sizes", () => {
   it("follow and read deliver a large message that comes after many small ones, without stalling", () =>
     run(

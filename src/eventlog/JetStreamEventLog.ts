@@ -1,26 +1,24 @@
 import {
-  type JetStreamClient,
   JetStreamApiCodes,
   JetStreamApiError,
   type JetStreamManager,
-  type JetStreamPublishOptions,
   type JsMsg,
   type StoredMsg,
   jetstream,
   jetstreamManager,
   StorageType,
 } from "@nats-io/jetstream"
-import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
+import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { Chunk, Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
   type RawEventLog,
   type RawMessage,
-  type RawOutcome,
   withChunking,
 } from "./chunking.js"
-import { EventLog, LogUnavailable, WrongLastSequence } from "./EventLog.js"
+import { EventLog, LogUnavailable } from "./EventLog.js"
+import { makeJetStreamPublisher } from "./jetStreamPublisher.js"
 
 export interface JetStreamEventLogOptions {
   readonly url: string
@@ -29,7 +27,6 @@ export interface JetStreamEventLogOptions {
   readonly maxPayload?: number
 }
 
-const PUBLISH_WINDOW = 256
 const HEADER_ROOM = 8 * 1024
 const DUPLICATE_WINDOW_NANOS = 2 * 60 * 1_000_000_000
 // Pulls are bounded in messages, not bytes: with max_bytes, nats.js 3.4 sizes each refill by the
@@ -44,44 +41,6 @@ const unavailable = (message: string) => (cause: unknown) =>
 const atLeast = (version: string, major: number, minor: number) => {
   const [a = 0, b = 0] = version.split(".").map(Number)
   return a > major || (a === major && b >= minor)
-}
-
-const publishOne = (js: JetStreamClient, m: RawAppend): Promise<RawOutcome> => {
-  const opts: Partial<JetStreamPublishOptions> = {}
-  if (m.msgId !== undefined) opts.msgID = m.msgId
-  if (m.expectLastSubjectSeq !== undefined) opts.expect = { lastSubjectSequence: m.expectLastSubjectSeq }
-  if (m.headers !== undefined) {
-    const h = natsHeaders()
-    for (const [k, v] of Object.entries(m.headers)) h.set(k, v)
-    opts.headers = h
-  }
-  return js.publish(m.subject, m.data, opts).then(
-    (ack) => ({ seq: ack.seq, duplicate: ack.duplicate }),
-    (e: unknown) => {
-      if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamWrongLastSequence) {
-        return new WrongLastSequence({ subject: m.subject, expected: m.expectLastSubjectSeq ?? 0 })
-      }
-      throw e
-    },
-  )
-}
-
-/** Sends in input order (publish writes synchronously) with at most PUBLISH_WINDOW acks outstanding. */
-const publishAll = async (js: JetStreamClient, messages: ReadonlyArray<RawAppend>) => {
-  const outcomes: Array<RawOutcome> = []
-  const inFlight = new Set<Promise<void>>()
-  let failure: { error: unknown } | undefined
-  for (const [i, m] of messages.entries()) {
-    if (inFlight.size >= PUBLISH_WINDOW) await Promise.race(inFlight)
-    if (failure !== undefined) break
-    const p: Promise<void> = publishOne(js, m)
-      .then((o) => void (outcomes[i] = o), (error: unknown) => void (failure ??= { error }))
-      .finally(() => inFlight.delete(p))
-    inFlight.add(p)
-  }
-  await Promise.all(inFlight)
-  if (failure !== undefined) throw failure.error
-  return outcomes
 }
 
 /** The message with its own headers (Sluice's chunk header), without the server's `Nats-` ones. */
@@ -185,6 +144,10 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     }
     const jsm = yield* Effect.tryPromise({ try: () => jetstreamManager(nc), catch: unavailable("JetStream unavailable") })
     const js = jetstream(nc)
+    const publisher = yield* Effect.acquireRelease(
+      Effect.sync(() => makeJetStreamPublisher(nc)),
+      (p) => Effect.sync(() => p.close()),
+    )
     yield* Effect.tryPromise({
       try: () => ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>"])]),
       catch: unavailable(`cannot create stream ${stream}`),
@@ -225,7 +188,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     const raw: RawEventLog = {
       maxPayload,
       append: (messages) =>
-        Effect.tryPromise({ try: () => publishAll(js, messages), catch: unavailable("publish failed") }),
+        Effect.tryPromise({ try: () => publisher.publishAll(messages), catch: unavailable("publish failed") }),
       read: (filter, fromSeq) =>
         Stream.unwrap(
           Effect.map(streamInfo, (si) => {

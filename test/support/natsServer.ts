@@ -13,6 +13,8 @@ export interface NatsServer {
   stop(): Promise<void>
   /** Stops and starts the server again on the same port and store (for reconnect tests). */
   restart(): Promise<void>
+  /** Suspends (SIGSTOP) or resumes (SIGCONT) the server: a hung server, whose connections stay open and answer nothing. */
+  freeze(frozen: boolean): void
 }
 
 const findBinary = (): string => {
@@ -99,6 +101,9 @@ export const startNatsServer = async (): Promise<NatsServer> => {
     restart: async () => {
       await stopProcess(child)
       child = await launch(binary, port, storeDir)
+    },
+    freeze: (frozen) => {
+      child.kill(frozen ? "SIGSTOP" : "SIGCONT")
     },
   }
 }
