@@ -75,3 +75,89 @@ describe("the upstream thread", () => {
     expect(outcome._tag).toBe("NetworkError")
   })
 })
+
+describe("the upstream thread's limit per target", () => {
+  let scope: Scope.CloseableScope
+  let thread: UpstreamThread
+  const sims: Array<Simulator> = []
+
+  beforeAll(async () => {
+    scope = Effect.runSync(Scope.make())
+    thread = await Effect.runPromise(Scope.extend(upstreamThread, scope))
+  })
+  afterAll(async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    for (const sim of sims) await sim.close()
+  })
+
+  const simulator = async (options: Parameters<typeof startSimulator>[0] = {}) => {
+    const sim = await startSimulator(options)
+    sims.push(sim)
+    const url = new URL(sim.url)
+    const to = thread.target({ https: false, hostname: url.hostname, port: Number(url.port), path: "/v1/chat/completions", maxSockets: 16 })
+    return { sim, to }
+  }
+  const until = async (what: string, ready: () => boolean) => {
+    for (let i = 0; i < 500; i++) {
+      if (ready()) return
+      await sleep(10)
+    }
+    throw new Error(`timed out waiting for ${what}`)
+  }
+
+  it("holds the calls beyond the limit and sends each one as an answer frees a slot", async () => {
+    const { sim, to } = await simulator()
+    thread.limit(to, 2)
+    const heldStates = new Map<number, Array<boolean>>()
+    const outcomes = await Promise.all(
+      Array.from(
+        { length: 6 },
+        (_, i) =>
+          new Promise<UpstreamOutcome>((resolve) => {
+            const id = thread.send(to, body(`[sim:latency=30] question ${i}`), resolve, (held) => {
+              heldStates.set(id, [...(heldStates.get(id) ?? []), held])
+            })
+          }),
+      ),
+    )
+    expect(outcomes.map((o) => o._tag === "Response" && o.status)).toEqual([200, 200, 200, 200, 200, 200])
+    expect(sim.stats().maxInFlight).toBe(2)
+    // Four waited: each was reported held, then sent.
+    expect([...heldStates.values()]).toEqual([[true, false], [true, false], [true, false], [true, false]])
+  })
+
+  it("never sends an aborted held call, and gives the slot of an aborted sent one to the next", async () => {
+    const { sim, to } = await simulator({ faults: { hangRate: 1 } })
+    thread.limit(to, 1)
+    const answered: Array<string> = []
+    const first = thread.send(to, body("first"), () => answered.push("first"))
+    const second = thread.send(to, body("second"), () => answered.push("second"))
+    await until("the first call to reach the model", () => sim.stats().inFlight === 1)
+    thread.abort(second)
+    thread.abort(first)
+    await until("the model to let go of the first call", () => sim.stats().inFlight === 0)
+    thread.send(to, body("third"), () => answered.push("third"))
+    await until("the third call to reach the model", () => sim.stats().inFlight === 1)
+    // The first and the third: the aborted held call never went out.
+    expect(sim.stats().received).toBe(2)
+    expect(answered).toEqual([])
+  })
+
+  it("holds new calls under a lowered limit and sends them when it is raised", async () => {
+    const { sim, to } = await simulator({ faults: { hangRate: 1 } })
+    thread.limit(to, 3)
+    const ids = ["a", "b", "c"].map((name) => thread.send(to, body(name), () => undefined))
+    await until("three calls at the model", () => sim.stats().inFlight === 3)
+    thread.limit(to, 1)
+    thread.abort(ids[0]!)
+    await until("two calls at the model", () => sim.stats().inFlight === 2)
+    const heldStates: Array<boolean> = []
+    const late = thread.send(to, body("late"), () => undefined, (held) => heldStates.push(held))
+    await until("the late call to be reported held", () => heldStates.length === 1)
+    expect(sim.stats().received).toBe(3)
+    thread.limit(to, 3)
+    await until("the late call to reach the model", () => sim.stats().inFlight === 3)
+    expect(heldStates).toEqual([true, false])
+    for (const id of [ids[1]!, ids[2]!, late]) thread.abort(id)
+  })
+})

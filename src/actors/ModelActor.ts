@@ -7,6 +7,7 @@ import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import { type EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape, Decided } from "./BatchWriter.js"
+import { heldCalls } from "../domain/scheduling/batchSlots.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
@@ -44,11 +45,17 @@ export const makeModelActor = (
     // The actors' clock (the writer's too), read without an effect: the row path reads it twice a row.
     const clock = yield* Effect.clock
     const bodies = makeBodyCache(results, log)
-    const callUpstream = yield* makeUpstreamCaller(model)
+    const upstream = yield* makeUpstreamCaller(model)
     let waiting: Array<() => void> = []
     // A batch slot is an upstream call: held from the row's take until the model answers. Its log writes
     // are not: the start is appended while the call runs and the settle after the slot is free, so the
-    // slots stay busy however long the log takes (B3). `busy` counts rows from take until settled.
+    // slots stay busy however long the log takes (B3). `calling` counts the calls at the model and the
+    // few (`held`) started beyond its slots, which the upstream thread sends as slots free; `busy`
+    // counts rows from take until settled.
+    const held = heldCalls(model.batchConcurrency)
+    const limitCalls = () => {
+      if (held > 0) upstream.limit(load.batchSlots(model))
+    }
     let calling = 0
     let busy = 0
     let draining = false
@@ -66,13 +73,18 @@ export const makeModelActor = (
     }
     const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>) => {
       queue.push(accountId, batchId, rows)
-      wake(Math.max(0, load.batchSlots(model) - calling))
+      wake(Math.max(0, load.batchSlots(model) + held - calling))
     }
     admission.onChange(wakeAll)
-    load.onChange(wakeAll)
+    load.onChange(() => {
+      limitCalls()
+      wakeAll()
+    })
+    load.onFewer(limitCalls)
+    limitCalls()
     const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
     const takeRow = () => {
-      const item = draining || calling >= load.batchSlots(model) ? undefined : queue.take(mayStart)
+      const item = draining || calling >= load.batchSlots(model) + held ? undefined : queue.take(mayStart)
       if (item !== undefined) {
         // Taken synchronously with the check above, so no two workers pass it for the last slot.
         calling++
@@ -91,7 +103,7 @@ export const makeModelActor = (
 
     const outcomeOf = (attempt: number, body: string, freeSlot: () => void) =>
       Effect.flatMap(
-        callUpstream(body, (answer) => {
+        upstream.call(body, (answer) => {
           // Pushback cuts the slots before this one is given back.
           load.observe(model, answer._tag === "Response" ? answer.status : undefined)
           freeSlot()
@@ -236,7 +248,7 @@ export const makeModelActor = (
       }),
     )
     // Twice the slots: a worker whose row is being settled has freed its slot for another to take.
-    for (let i = 0; i < 2 * model.batchConcurrency; i++) yield* Effect.forkScoped(worker)
+    for (let i = 0; i < 2 * model.batchConcurrency + held; i++) yield* Effect.forkScoped(worker)
     // Added after the workers so it runs before they are interrupted: running rows finish first.
     // It waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
     yield* Effect.addFinalizer(() =>

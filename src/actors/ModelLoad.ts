@@ -21,6 +21,8 @@ export interface ModelLoadShape {
   readonly observe: (model: ModelEntry, status: number | undefined) => void
   /** Calls `listener` whenever a model's batch slots may have grown. */
   readonly onChange: (listener: () => void) => void
+  /** Calls `listener` whenever a model's batch slots may have shrunk. */
+  readonly onFewer: (listener: () => void) => void
 }
 
 /** The interactive side of a model's load: each request counts from `begin` until the release it answers. */
@@ -66,6 +68,10 @@ const live = Layer.scopedContext(
     const notify = () => {
       for (const listener of listeners) listener()
     }
+    const fewerListeners: Array<() => void> = []
+    const notifyFewer = () => {
+      for (const listener of fewerListeners) listener()
+    }
     const lane = (model: ModelEntry) => {
       let found = lanes.get(model.id)
       if (found === undefined) lanes.set(model.id, (found = { model, interactive: 0, pushback: noPushback(model.batchConcurrency) }))
@@ -88,6 +94,7 @@ const live = Layer.scopedContext(
     })
     const pushback = (l: Lane) => {
       l.pushback = onPushback(l.pushback, l.model.batchConcurrency, clock.unsafeCurrentTimeMillis())
+      notifyFewer()
       if (!recovering) {
         recovering = true
         run(recover)
@@ -132,11 +139,14 @@ const live = Layer.scopedContext(
         if (status === 429 || status === 503) pushback(lane(model))
       },
       onChange: (listener) => void listeners.push(listener),
+      onFewer: (listener) => void fewerListeners.push(listener),
     }
     const interactive: InteractiveLoadShape = {
       begin: (model) => {
         const l = lane(model)
+        const before = slots(l)
         l.interactive++
+        if (slots(l) < before) notifyFewer()
         let ended = false
         return () => {
           if (ended) return
@@ -159,6 +169,7 @@ export class ModelLoad extends Context.Tag("Actors/ModelLoad")<ModelLoad, ModelL
       batchSlots: (model) => model.batchConcurrency,
       observe: () => undefined,
       onChange: () => undefined,
+      onFewer: () => undefined,
     }),
     Layer.succeed(InteractiveLoad, { begin: () => () => undefined }),
   )

@@ -24,16 +24,25 @@ const targetOf = (model: ModelEntry): UpstreamTarget => {
 }
 
 interface InFlight {
-  readonly deadline: number
+  /** Infinity while the call waits in the upstream thread for a slot: its timeout runs from when it is sent. */
+  deadline: number
   readonly settle: (outcome: UpstreamOutcome) => void
 }
 
+export interface UpstreamCaller {
+  /** One attempt of one row, which never fails: every way it can end is an outcome. */
+  readonly call: (body: string, onAnswered?: (outcome: UpstreamOutcome) => void) => Effect.Effect<UpstreamOutcome>
+  /** At most this many calls at the model at once; calls beyond it wait in the upstream thread. */
+  readonly limit: (slots: number) => void
+  /** The calls waiting in the upstream thread for a slot, as far as its reports have come. */
+  readonly held: () => number
+}
+
 /**
- * The model's upstream calls: one attempt of one row, which never fails (every way it can end is an
- * outcome). Timeouts run on the actors' clock, but not as a race per call (a sleeping fiber raced
- * against each request cost about 90 µs a row): calls are kept in start order, which is deadline
- * order since they share one timeout, and one fiber sleeps until the oldest deadline and aborts
- * whatever has passed it.
+ * The model's upstream calls. Timeouts run on the actors' clock, but not as a race per call (a
+ * sleeping fiber raced against each request cost about 90 µs a row): one fiber sleeps until the
+ * earliest deadline and aborts whatever has passed it. The calls in flight are few (the model's
+ * slots and the few held beyond them), so finding the earliest is a scan.
  */
 export const makeUpstreamCaller = (model: ModelEntry) =>
   Effect.gen(function* () {
@@ -41,23 +50,30 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     const thread = yield* upstreamThread
     const target = thread.target(targetOf(model))
     const inFlight = new Map<number, InFlight>()
-    let idle = Deferred.unsafeMake<void>(FiberId.none)
+    // Completed when a deadline is set while the sweep has none to wait for.
+    let armed = Deferred.unsafeMake<void>(FiberId.none)
 
+    const earliest = () => {
+      let first = Number.POSITIVE_INFINITY
+      for (const call of inFlight.values()) if (call.deadline < first) first = call.deadline
+      return first
+    }
     const sweep = Effect.gen(function* () {
       while (true) {
-        const oldest = inFlight.values().next().value
-        if (oldest === undefined) {
-          yield* Deferred.await(idle)
-          idle = Deferred.unsafeMake<void>(FiberId.none)
+        const first = earliest()
+        if (first === Number.POSITIVE_INFINITY) {
+          yield* Deferred.await(armed)
+          armed = Deferred.unsafeMake<void>(FiberId.none)
           continue
         }
         const now = clock.unsafeCurrentTimeMillis()
-        if (oldest.deadline > now) {
-          yield* clock.sleep(Duration.millis(oldest.deadline - now))
+        if (first > now) {
+          // Deadlines set meanwhile are later: every call has the same timeout.
+          yield* clock.sleep(Duration.millis(first - now))
           continue
         }
         for (const [id, call] of inFlight) {
-          if (call.deadline > now) break
+          if (call.deadline > now) continue
           inFlight.delete(id)
           thread.abort(id)
           call.settle({ _tag: "Timeout" })
@@ -65,9 +81,20 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
       }
     })
     yield* Effect.forkScoped(sweep)
+    const arm = (call: InFlight) => {
+      call.deadline = clock.unsafeCurrentTimeMillis() + model.timeoutMs
+      Deferred.unsafeDone(armed, Effect.void)
+    }
+
+    let limited = -1
+    const limit = (slots: number) => {
+      if (slots === limited) return
+      limited = slots
+      thread.limit(target, slots)
+    }
 
     /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
-    return (body: string, onAnswered?: (outcome: UpstreamOutcome) => void): Effect.Effect<UpstreamOutcome> =>
+    const call = (body: string, onAnswered?: (outcome: UpstreamOutcome) => void): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
         let id = -1
         let settled = false
@@ -80,13 +107,25 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
           // rows' bookkeeping runs, or the last call of a round would wait for all of it (B3).
           queueMicrotask(() => resume(Effect.succeed(outcome)))
         }
-        if (inFlight.size === 0) Deferred.unsafeDone(idle, Effect.void)
-        id = thread.send(target, upstreamBody(model, body), settle)
-        inFlight.set(id, { deadline: clock.unsafeCurrentTimeMillis() + model.timeoutMs, settle })
+        const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, settle }
+        id = thread.send(target, upstreamBody(model, body), settle, (held) => {
+          if (held) entry.deadline = Number.POSITIVE_INFINITY
+          else arm(entry)
+        })
+        inFlight.set(id, entry)
+        arm(entry)
         return Effect.sync(() => {
           settled = true
           inFlight.delete(id)
           thread.abort(id)
         })
       })
+
+    const held = () => {
+      let n = 0
+      for (const entry of inFlight.values()) if (entry.deadline === Number.POSITIVE_INFINITY) n++
+      return n
+    }
+
+    return { call, limit, held } satisfies UpstreamCaller
   })

@@ -16,8 +16,19 @@ export interface UpstreamTarget {
 export interface UpstreamThread {
   /** Registers where a model's calls go; answers the number its calls name. */
   readonly target: (target: UpstreamTarget) => number
-  /** Sends one call. `onOutcome` runs once: with the answer, or a network error if the thread stops first. */
-  readonly send: (target: number, body: string, onOutcome: (outcome: UpstreamOutcome) => void) => number
+  /**
+   * Sends one call. `onOutcome` runs once: with the answer, or a network error if the thread stops first.
+   * A call beyond the target's limit waits in the thread for a slot: `onHeld(true)` says it waits,
+   * `onHeld(false)` that it has been sent.
+   */
+  readonly send: (
+    target: number,
+    body: string,
+    onOutcome: (outcome: UpstreamOutcome) => void,
+    onHeld?: (held: boolean) => void,
+  ) => number
+  /** At most `limit` of the target's calls at its server at once (unlimited until set). */
+  readonly limit: (target: number, limit: number) => void
   /** The call's answer is no longer wanted: its request is destroyed and `onOutcome` never runs. */
   readonly abort: (id: number) => void
   /** Ends the thread. Calls in flight end as network errors; the next call starts a new thread. */
@@ -28,6 +39,15 @@ interface ToWorker {
   readonly targets: Array<readonly [number, UpstreamTarget]>
   readonly calls: Array<{ readonly id: number; readonly target: number; readonly body: string }>
   readonly aborts: Array<number>
+  readonly limits: Array<readonly [number, number]>
+}
+
+interface FromWorker {
+  readonly answers: ReadonlyArray<readonly [number, UpstreamOutcome]>
+  /** Calls that were held and have been sent since. */
+  readonly launched: ReadonlyArray<number>
+  /** Calls held on arrival, for want of a slot. */
+  readonly held: ReadonlyArray<number>
 }
 
 /**
@@ -37,7 +57,9 @@ interface ToWorker {
  */
 const makeThread = (): UpstreamThread => {
   const targets: Array<UpstreamTarget> = []
+  const limits = new Map<number, number>()
   const waiting = new Map<number, (outcome: UpstreamOutcome) => void>()
+  const holds = new Map<number, (held: boolean) => void>()
   let worker: Worker | undefined
   let outbox: ToWorker | undefined
   let nextId = 0
@@ -49,7 +71,7 @@ const makeThread = (): UpstreamThread => {
   }
   const queue = (): ToWorker => {
     if (outbox === undefined) {
-      outbox = { targets: [], calls: [], aborts: [] }
+      outbox = { targets: [], calls: [], aborts: [], limits: [] }
       queueMicrotask(flush)
     }
     return outbox
@@ -60,16 +82,20 @@ const makeThread = (): UpstreamThread => {
     outbox = undefined
     const lost = [...waiting.values()]
     waiting.clear()
+    holds.clear()
     for (const settle of lost) settle({ _tag: "NetworkError", message: `The model server could not be reached: ${reason}` })
   }
   const start = () => {
     const started = new Worker(new URL("./upstreamWorker.mjs", import.meta.url))
     started.unref()
-    started.on("message", (answers: ReadonlyArray<readonly [number, UpstreamOutcome]>) => {
+    started.on("message", ({ answers, launched, held }: FromWorker) => {
+      for (const id of held) holds.get(id)?.(true)
+      for (const id of launched) holds.get(id)?.(false)
       for (const [id, outcome] of answers) {
         const settle = waiting.get(id)
         if (settle === undefined) continue
         waiting.delete(id)
+        holds.delete(id)
         settle(outcome)
       }
     })
@@ -77,6 +103,7 @@ const makeThread = (): UpstreamThread => {
     started.on("exit", (code) => stopped(started, `the upstream thread stopped (exit code ${code})`))
     worker = started
     queue().targets.push(...targets.map((t, i) => [i, t] as const))
+    queue().limits.push(...limits)
   }
 
   return {
@@ -86,14 +113,20 @@ const makeThread = (): UpstreamThread => {
       if (worker !== undefined) queue().targets.push([index, target])
       return index
     },
-    send: (target, body, onOutcome) => {
+    send: (target, body, onOutcome, onHeld) => {
       if (worker === undefined) start()
       const id = nextId++
       waiting.set(id, onOutcome)
+      if (onHeld !== undefined) holds.set(id, onHeld)
       queue().calls.push({ id, target, body })
       return id
     },
+    limit: (target, limit) => {
+      limits.set(target, limit)
+      if (worker !== undefined) queue().limits.push([target, limit])
+    },
     abort: (id) => {
+      holds.delete(id)
       if (waiting.delete(id) && worker !== undefined) queue().aborts.push(id)
     },
     stop: async () => {

@@ -7,7 +7,8 @@ import { parentPort } from "node:worker_threads"
 
 /** @typedef {{ https: boolean, hostname: string, port?: number, path: string, auth?: string, apiKey?: string, maxSockets: number }} Target */
 /** @typedef {{ id: number, target: number, body: string }} Call */
-/** @typedef {{ targets?: Array<[number, Target]>, calls?: Array<Call>, aborts?: Array<number> }} ToWorker */
+/** @typedef {{ targets?: Array<[number, Target]>, calls?: Array<Call>, aborts?: Array<number>, limits?: Array<[number, number]> }} ToWorker */
+/** @typedef {{ limit: number, running: number, held: Array<Call> }} Lane */
 
 const port = parentPort
 if (port === null) throw new Error("upstreamWorker.mjs runs as a worker thread")
@@ -17,6 +18,38 @@ const targets = new Map()
 /** The calls not yet answered or aborted, with their request once it is sent. */
 /** @type {Map<number, http.ClientRequest | null>} */
 const live = new Map()
+
+// A target's calls beyond its limit wait here, and the answer that frees a slot sends the next one
+// at once, without a turn through the main thread. The main thread sets the limit (the model's batch
+// slots) and sends at most a few calls more than it.
+/** @type {Map<number, Lane>} */
+const lanes = new Map()
+/** The lane of each call that holds one of its slots. */
+/** @type {Map<number, Lane>} */
+const sentOn = new Map()
+/** @param {number} target */
+const laneOf = (target) => {
+  let lane = lanes.get(target)
+  if (lane === undefined) lanes.set(target, (lane = { limit: Number.POSITIVE_INFINITY, running: 0, held: [] }))
+  return lane
+}
+/** @param {Lane} lane */
+const sendHeld = (lane) => {
+  while (lane.running < lane.limit && lane.held.length > 0) {
+    const call = /** @type {Call} */ (lane.held.shift())
+    if (!pending()) setImmediate(flush)
+    launched.push(call.id)
+    launch(call, lane)
+  }
+}
+/** @param {number} id */
+const freeSlot = (id) => {
+  const lane = sentOn.get(id)
+  if (lane === undefined) return
+  sentOn.delete(id)
+  lane.running--
+  sendHeld(lane)
+}
 
 /** @param {string | undefined} header */
 const retryAfterMs = (header) => {
@@ -28,26 +61,46 @@ const retryAfterMs = (header) => {
 }
 
 // Answers go back in one message per turn of the event loop: a message per answer cost the main
-// thread more than the call itself.
+// thread more than the call itself. The message also names the calls that were held and have been
+// sent since, and those held on arrival: a call's timeout runs from when it is sent.
 /** @type {Array<[number, unknown]>} */
 let answers = []
+/** @type {Array<number>} */
+let launched = []
+/** @type {Array<number>} */
+let held = []
 const flush = () => {
-  const sent = answers
+  const message = { answers, launched, held }
   answers = []
-  port.postMessage(sent)
+  launched = []
+  held = []
+  port.postMessage(message)
 }
+const pending = () => answers.length + launched.length + held.length > 0
 /** @param {number} id @param {unknown} outcome */
 const answer = (id, outcome) => {
+  freeSlot(id)
   // An aborted call's answer is not wanted: the main thread has settled it already.
   if (!live.delete(id)) return
-  if (answers.length === 0) setImmediate(flush)
+  if (!pending()) setImmediate(flush)
   answers.push([id, outcome])
 }
 
 /** @param {Call} call */
 const send = (call) => {
-  const target = targets.get(call.target)
   live.set(call.id, null)
+  const lane = laneOf(call.target)
+  if (lane.running < lane.limit) return launch(call, lane)
+  if (!pending()) setImmediate(flush)
+  held.push(call.id)
+  lane.held.push(call)
+}
+
+/** @param {Call} call @param {Lane} lane */
+const launch = (call, lane) => {
+  const target = targets.get(call.target)
+  lane.running++
+  sentOn.set(call.id, lane)
   if (target === undefined) {
     answer(call.id, { _tag: "NetworkError", message: "The model server could not be reached: unknown upstream" })
     return
@@ -119,9 +172,22 @@ port.on("message", (/** @type {ToWorker} */ message) => {
       },
     })
   }
+  for (const [target, limit] of message.limits ?? []) {
+    const lane = laneOf(target)
+    lane.limit = limit
+    sendHeld(lane)
+  }
   for (const id of message.aborts ?? []) {
     const request = live.get(id)
     live.delete(id)
+    if (request === null) {
+      for (const lane of lanes.values()) {
+        const at = lane.held.findIndex((call) => call.id === id)
+        if (at !== -1) lane.held.splice(at, 1)
+      }
+    }
+    // Its slot is free now: the destroyed request's own events may come later, or not at all.
+    freeSlot(id)
     request?.destroy()
   }
   for (const call of message.calls ?? []) send(call)

@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { heldCalls } from "../../src/domain/scheduling/batchSlots.js"
 import { simDirective } from "../../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
@@ -255,14 +256,20 @@ describe("POST /v1/chat/completions proxies to the model's upstream", () => {
   })
 })
 
-describe("batch rows give way to interactive requests on the same model", () => {
+/**
+ * A model's batch rows at the simulator while k interactive requests hang there: max(1, concurrency - k)
+ * at most, over the next six rows to complete; all of them once the interactive ones are let go.
+ */
+const givesWay = (concurrency: number, ks: ReadonlyArray<number>) => {
   let sim: Simulator
   let sluice: InProcessSluice
+  // The rows a model of this size holds started beyond its slots (heldCalls), which Sluice counts as running.
+  const heldRows = heldCalls(concurrency)
 
   beforeAll(async () => {
     sim = await startSimulator()
     sluice = await startInProcessSluice({
-      models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 4, timeout_ms: 60_000 }],
+      models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: concurrency, timeout_ms: 60_000 }],
     })
   })
   afterAll(async () => {
@@ -270,25 +277,25 @@ describe("batch rows give way to interactive requests on the same model", () => 
     await sim?.close()
   })
 
-  it("with batch_concurrency 4, k interactive requests in flight leave max(1, 4 - k) batch rows, and all 4 after", async () => {
+  it(`with batch_concurrency ${concurrency}, k interactive requests in flight leave max(1, ${concurrency} - k) batch rows at the model, and all ${concurrency} after`, async () => {
     const api = client(sluice.url)
-    const created = await api.call("POST", "/v1/batches", batchBody(400, (i) => `row ${i} ${simDirective.latency(300)}`))
+    const created = await api.call("POST", "/v1/batches", batchBody(100 * concurrency, (i) => `row ${i} ${simDirective.latency(300)}`))
     expect(created.status).toBe(200)
     // Interactive requests hang at the simulator until the test lets go of them, so every one is in flight there.
     const hungBefore = sim.stats().hung
     const held: Array<AbortController> = []
     const batchAtSim = () => sim.stats().inFlight - (sim.stats().hung - hungBefore)
 
-    await waitFor("4 batch rows run", () => batchAtSim() === 4)
+    await waitFor(`${concurrency} batch rows run`, () => batchAtSim() === concurrency)
     const observed: Record<number, number> = {}
-    for (const k of [1, 3, 5]) {
+    for (const k of ks) {
       while (held.length < k) {
         const controller = new AbortController()
         held.push(controller)
         chat(sluice.url, ask(`interactive ${held.length} ${simDirective.hang}`), { signal: controller.signal }).catch(() => undefined)
       }
       await waitFor(`${k} interactive requests are at the simulator`, () => sim.stats().hung - hungBefore === k)
-      const slots = Math.max(1, 4 - k)
+      const slots = Math.max(1, concurrency - k)
       await waitFor(`batch rows drop to ${slots}`, () => batchAtSim() === slots)
       // Over the next six rows to complete, no more than the policy's number run at once.
       const completed = sim.stats().answered[200] ?? 0
@@ -299,18 +306,23 @@ describe("batch rows give way to interactive requests on the same model", () => 
       })
       observed[k] = most
     }
-    expect(observed).toEqual({ 1: 3, 3: 1, 5: 1 })
+    expect(observed).toEqual(Object.fromEntries(ks.map((k) => [k, Math.max(1, concurrency - k)])))
 
-    // Once let go, the interactive requests are no longer counted by hangs; Sluice's own view of its rows confirms the four.
+    // Once let go, the interactive requests are no longer counted by hangs; Sluice's own view of its rows confirms them all.
     for (const controller of held) controller.abort()
     const runningRows = async () => (await api.allResults(created.body.id)).filter((r) => r.status === "running").length
-    await waitFor("4 batch rows run again", async () => sim.stats().inFlight === 4 && (await runningRows()) === 4)
+    await waitFor(`${concurrency} batch rows run again`, async () => sim.stats().inFlight === concurrency && (await runningRows()) === concurrency + heldRows)
     const results = await api.allResults(created.body.id)
-    expect(results.filter((r) => r.status === "completed").length).toBeGreaterThan(4)
+    expect(results.filter((r) => r.status === "completed").length).toBeGreaterThan(concurrency)
     await api.call("POST", `/v1/batches/${created.body.id}/cancel`)
     await api.waitFinal(created.body.id)
   })
-})
+}
+
+describe("batch rows give way to interactive requests on the same model", () => givesWay(4, [1, 3, 5]))
+
+describe("batch rows give way to interactive requests on a model that holds rows beyond its slots", () =>
+  givesWay(16, [2, 9, 17]))
 
 describe("pushback from the upstream shrinks a model's batch slots, which then recover", () => {
   let sim: Simulator
