@@ -537,10 +537,10 @@ describe("EventLog contract: jetstream with a hung server", () => {
       Effect.gen(function* () {
         const { log } = yield* jetStream.open()
         yield* appendTexts(log, [["batch.h.e", "1"]])
-        server().freeze(true)
+        yield* Effect.promise(() => server().freeze(true))
         const lost = yield* log
           .append([{ subject: "batch.h.e", data: new TextEncoder().encode("2"), msgId: "h-2" }])
-          .pipe(Effect.flip, Effect.ensuring(Effect.sync(() => server().freeze(false))))
+          .pipe(Effect.flip, Effect.ensuring(Effect.promise(() => server().freeze(false))))
         expect(lost._tag).toBe("LogUnavailable")
         expect(lost.message).toMatch(/timeout/)
         // The frozen server read the publish once it woke, so it may be stored already: its msgId keeps it once.

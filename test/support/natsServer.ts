@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { accessSync, constants, mkdtempSync, rmSync } from "node:fs"
+import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { createConnection } from "node:net"
 import { tmpdir } from "node:os"
 import { delimiter, join } from "node:path"
@@ -13,8 +13,23 @@ export interface NatsServer {
   stop(): Promise<void>
   /** Stops and starts the server again on the same port and store (for reconnect tests). */
   restart(): Promise<void>
-  /** Suspends (SIGSTOP) or resumes (SIGCONT) the server: a hung server, whose connections stay open and answer nothing. */
-  freeze(frozen: boolean): void
+  /**
+   * Suspends (SIGSTOP) or resumes (SIGCONT) the server: a hung server, whose connections stay open and
+   * answer nothing. Suspending resolves once every thread of the process has stopped.
+   */
+  freeze(frozen: boolean): Promise<void>
+}
+
+/** Whether every thread of the process is stopped ("T" in /proc/<pid>/task/<tid>/stat). */
+const allThreadsStopped = (pid: number): boolean => {
+  try {
+    return readdirSync(`/proc/${pid}/task`).every((tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+      return stat.slice(stat.lastIndexOf(")") + 2).startsWith("T")
+    })
+  } catch {
+    return false
+  }
 }
 
 const findBinary = (): string => {
@@ -102,8 +117,11 @@ export const startNatsServer = async (): Promise<NatsServer> => {
       await stopProcess(child)
       child = await launch(binary, port, storeDir)
     },
-    freeze: (frozen) => {
+    freeze: async (frozen) => {
       child.kill(frozen ? "SIGSTOP" : "SIGCONT")
+      if (!frozen || child.pid === undefined) return
+      for (let i = 0; i < 500 && !allThreadsStopped(child.pid); i++) await new Promise((r) => setTimeout(r, 2))
+      if (!allThreadsStopped(child.pid)) throw new Error("nats-server did not stop on SIGSTOP")
     },
   }
 }
