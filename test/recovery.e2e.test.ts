@@ -1,5 +1,6 @@
 import { connect, type Socket } from "node:net"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
+import { heldCalls } from "../src/domain/scheduling/batchSlots.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
@@ -122,6 +123,29 @@ describe.each(["embedded", "nats"] as const)("recovery on the %s event log", (ba
     // The kills did catch rows running: their lost attempts ran again.
     expect([...logA, ...logB].some((e) => e.type === "row_started" && e.attempt! > 1)).toBe(true)
     for (const log of [logA, logB]) expect(log.filter((e) => e.type === "batch_completed")).toHaveLength(1)
+  })
+
+  it("a kill -9 while started rows wait in the upstream thread for a slot loses and duplicates none of them", async () => {
+    sim = await startSimulator({ latencyMs: 1_500 })
+    const slots = 16
+    const held = heldCalls(slots)
+    const models = [{ id: MODEL, upstream_url: sim.url, batch_concurrency: slots }]
+    const first = await start(models)
+    const id = await create(rows("h", 40))
+    const running = async () => (await api().allResults(id)).filter((r) => r.status === "running").length
+    await waitFor(`${slots} rows at the model and ${held} more started`, async () => sim!.stats().inFlight === slots && (await running()) === slots + held)
+    // The held rows' starts are stored, but their requests were never sent.
+    expect(sim.stats().received).toBe(slots)
+    expect(await sluice!.stop("SIGKILL")).toBe("SIGKILL")
+
+    await start(models, first.dataDir)
+    await expectEachRowCompletedOnce(id, "h", 40)
+    expect(await sluice!.stop("SIGTERM")).toBe(0)
+    const log = await events(first.dataDir, id)
+    expectOneCompletionEventPerRow(log, 40)
+    // Every row that had started ran again after the restart, the held ones included, and only once more.
+    expect(rowStarts(log).filter((e) => e.attempt === 2)).toHaveLength(slots + held)
+    expect(sim.stats().received).toBe(slots + 40)
   })
 
   it("on SIGTERM it starts no new row, even while a client holds a request open, lets the running rows finish, exits 0, and finishes the batch after a restart", async () => {
