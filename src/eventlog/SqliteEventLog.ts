@@ -1,5 +1,5 @@
 import Database from "better-sqlite3"
-import { Chunk, Deferred, Duration, Effect, Exit, FiberId, Layer, Option, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, FiberId, Layer, Option, Stream } from "effect"
 import {
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
@@ -13,7 +13,7 @@ import { likePattern, literalPrefix, matchSubject, prefixUpperBound } from "./su
 
 const PAGE_ROWS = 2_000
 const PAGE_BYTES = 8 * 1024 * 1024
-const POLL = Duration.millis(250)
+const POLL_MS = 250
 const CHECKPOINT_EVERY_MS = 1_000
 /** Messages in one part smaller than this keep their data whatever a reader skips: copying costs less than testing. */
 const OMIT_FROM_BYTES = 4096
@@ -145,13 +145,18 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       return batch.map((p) => p.messages.map((m) => appendOne(m, time)))
     }).immediate
 
-    // Followers wait on the current deferred; a commit wakes them all.
+    // Followers wait on the current deferred; a commit wakes them all, and so does a timer, for appends
+    // by another process on the same file, which send no notification. One timer for every follower
+    // rather than a timeout raced against each wait: a follower waits after nearly every commit.
     let wake = Deferred.unsafeMake<void>(FiberId.none)
     const wakeFollowers = () => {
       const woken = wake
       wake = Deferred.unsafeMake<void>(FiberId.none)
       Deferred.unsafeDone(woken, Exit.void)
     }
+    const poll = setInterval(wakeFollowers, POLL_MS)
+    poll.unref()
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(poll)))
 
     // Group commit: every append made in one turn of the event loop goes into one transaction.
     // Each commit costs far more than an insert, so this is what lets thousands of rows a second land.
@@ -246,8 +251,7 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
           const next = last === undefined ? from : last.seq + 1
           if (last === undefined) {
             if (upto !== undefined) return [Chunk.empty<RawMessage>(), Option.none<number>()] as const
-            // Polling too: appends by another process on the same file send no notification.
-            yield* Effect.timeoutOption(Deferred.await(woken), POLL)
+            yield* Deferred.await(woken)
           }
           return [Chunk.unsafeFromArray(page), Option.some(next)] as const
         }),
