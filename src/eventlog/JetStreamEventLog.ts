@@ -93,10 +93,12 @@ const iterate = <A>(iterable: AsyncIterable<A>, onError: (e: unknown) => LogUnav
       ahead = undefined
       if (first.done === true) return undefined
       const out = [first.value]
+      // A buffered message resolves within microtasks; an empty buffer loses the race to the next I/O
+      // turn. One turn per chunk, not one per message: a setImmediate and a promise each cost a few µs.
+      const turn = afterIo()
       while (out.length < MAX_CHUNK) {
         const next = iterator.next()
-        // A buffered message resolves within microtasks; an empty buffer loses the race to the next I/O turn.
-        const result = await Promise.race([next, afterIo()])
+        const result = await Promise.race([next, turn])
         if (result === nothingYet) {
           ahead = next
           break
