@@ -5,6 +5,7 @@ import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { type Sluice, startSluice, type TestClockControls } from "./support/sluice.js"
 import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { waitFor } from "./support/waitFor.js"
 
 /*
  * Nothing lost while the log is unavailable: a row that comes up while NATS cannot answer waits for
@@ -14,17 +15,6 @@ import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
  */
 
 const MODEL = "glm-5.3-flash"
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Polls until `ready` holds; the deadline is a safety net, not a timing assertion. */
-const waitFor = async (what: string, ready: () => Promise<boolean> | boolean, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await sleep(25)
-  }
-}
-
 describe("a hung event log", () => {
   let nats: NatsServer | undefined
   let sim: Simulator | undefined

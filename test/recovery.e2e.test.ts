@@ -6,6 +6,7 @@ import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { BOOTSTRAP_KEY, type CatalogEntry, type Sluice, startSluice } from "./support/sluice.js"
 import { type StoredEvent, storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { waitFor } from "./support/waitFor.js"
 
 /*
  * Nothing lost: a kill -9, a SIGTERM, a NATS restart or a cancel across a restart neither loses
@@ -15,15 +16,6 @@ import { type StoredEvent, storedEvents, terminalsPerRow } from "./support/store
 
 const MODEL = "glm-5.3-flash"
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Polls until `ready` holds; the deadline is a safety net, not a timing assertion. */
-const waitFor = async (what: string, ready: () => Promise<boolean> | boolean, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await sleep(20)
-  }
-}
 
 /** Sends a create request's headers and the start of its body, then waits: the request stays in progress. */
 const holdRequestOpen = async (port: number): Promise<Socket> => {

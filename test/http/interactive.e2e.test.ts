@@ -7,6 +7,7 @@ import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
 import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
 import { BOOTSTRAP_KEY } from "../support/sluice.js"
+import { waitFor as waitUntil } from "../support/waitFor.js"
 
 /*
  * POST /v1/chat/completions: interactive traffic Sluice serves itself, proxied to the model's
@@ -15,15 +16,9 @@ import { BOOTSTRAP_KEY } from "../support/sluice.js"
  * waits only poll, with generous limits as safety nets.
  */
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await sleep(10)
-  }
-}
+// Every 10 ms: the give-way tests sample the simulator's load at each poll.
+const waitFor = (what: string, check: () => boolean | Promise<boolean>) => waitUntil(what, check, { everyMs: 10 })
 
 const chat = (baseUrl: string, body: unknown, init: { key?: string | null; signal?: AbortSignal } = {}) =>
   fetch(`${baseUrl}/v1/chat/completions`, {
