@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { serverEnv } from "../src/config/serverEnv.js"
 import { type NatsServer, startNatsServer, stopProcess } from "../test/support/natsServer.js"
-import { freePort } from "../test/support/sluice.js"
+import { freePort } from "../test/support/ports.js"
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url))
 export const BENCH_KEY = "sk-bench-bootstrap"

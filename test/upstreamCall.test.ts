@@ -1,4 +1,4 @@
-import { Effect, Fiber, TestClock, TestContext } from "effect"
+import { Effect, Fiber, type Scope, TestClock, TestContext } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeUpstreamCaller } from "../src/actors/upstreamCall.js"
 import type { ModelEntry } from "../src/config/Catalog.js"
@@ -35,32 +35,37 @@ describe("the upstream calls of a model with held calls", () => {
       throw new Error(`timed out waiting for ${what}`)
     })
 
-  it("times a held call from when it is sent, not from when it was made", () =>
+  /** Two calls on one slot: the first at the model, the second held in the upstream thread. */
+  const oneSlot = (first: string, second: string) =>
     Effect.gen(function* () {
       const upstream = yield* makeUpstreamCaller(model())
       upstream.limit(1)
-      const hung = yield* Effect.fork(upstream.call(body("[sim:hang] take your time")))
-      const next = yield* Effect.fork(upstream.call(body("and then me")))
+      const sent = yield* Effect.fork(upstream.call(body(first)))
+      const held = yield* Effect.fork(upstream.call(body(second)))
       yield* until("the second call to be held", () => upstream.held() === 1)
+      return { upstream, sent, held }
+    })
+  const onTestClock = <A, E>(test: Effect.Effect<A, E, Scope.Scope>) =>
+    test.pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise)
+
+  it("times a held call from when it is sent, not from when it was made", () =>
+    onTestClock(Effect.gen(function* () {
+      const { sent: hung, held: next } = yield* oneSlot("[sim:hang] take your time", "and then me")
       // Most of a timeout passes while the second call waits; the first then runs out of time.
       yield* TestClock.adjust(TIMEOUT_MS - 1_000)
       yield* TestClock.adjust(1_000)
       expect(yield* Fiber.join(hung)).toEqual({ _tag: "Timeout" })
       const answered = yield* Fiber.join(next)
       expect(answered._tag === "Response" && answered.status).toBe(200)
-    }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise))
+    })))
 
   it("times out a held call once it has been sent and has taken the whole timeout", () =>
-    Effect.gen(function* () {
-      const upstream = yield* makeUpstreamCaller(model())
-      upstream.limit(1)
-      const first = yield* Effect.fork(upstream.call(body("[sim:hang] first")))
-      const second = yield* Effect.fork(upstream.call(body("[sim:hang] second")))
-      yield* until("the second call to be held", () => upstream.held() === 1)
+    onTestClock(Effect.gen(function* () {
+      const { upstream, sent: first, held: second } = yield* oneSlot("[sim:hang] first", "[sim:hang] second")
       yield* TestClock.adjust(TIMEOUT_MS)
       expect(yield* Fiber.join(first)).toEqual({ _tag: "Timeout" })
       yield* until("the second call to be sent", () => upstream.held() === 0)
       yield* TestClock.adjust(TIMEOUT_MS)
       expect(yield* Fiber.join(second)).toEqual({ _tag: "Timeout" })
-    }).pipe(Effect.scoped, Effect.provide(TestContext.TestContext), Effect.runPromise))
+    })))
 })

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest"
-import { freePort } from "../support/sluice.js"
+import { freePort } from "../support/ports.js"
 import { apiError, json, reset, startScriptedServer } from "../support/scriptedServer.js"
 import { backoffDelayMs, defaultRetryPolicy, retryAfterMs } from "../../src/sdk/backoff.js"
 import { Transport } from "../../src/sdk/transport.js"

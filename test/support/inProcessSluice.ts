@@ -4,7 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { appLayer } from "../../src/app.js"
 import type { SluiceConfig } from "../../src/config/Config.js"
-import { ADMIN_TOKEN, BOOTSTRAP_KEY, type CatalogEntry, freePort } from "./sluice.js"
+import { freePort } from "./ports.js"
+import { ADMIN_TOKEN, BOOTSTRAP_KEY, type CatalogEntry } from "./sluice.js"
 
 export interface InProcessSluice {
   readonly url: string

@@ -49,8 +49,6 @@ export interface TestClockControls {
   now(): Promise<number>
 }
 
-export { freePort }
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const testClockControls = (port: number): TestClockControls => {
