@@ -106,12 +106,19 @@ describe.each(["embedded", "nats"] as const)("the %s event log read by an audito
     expect(everything.length).toBeGreaterThan(completions.length)
   })
 
-  it("a deleted batch's history is purged from the log with it", async () => {
+  it("a deleted batch's history is purged from the log with it, leaving its tombstone alone, with no request or result content", async () => {
     const api = client(sluice.url)
-    const created = await api.call("POST", "/v1/batches", { requests: [chatRow("a", "to be deleted")] })
-    await api.waitFinal(created.body.id)
+    const created = await api.call("POST", "/v1/batches", { requests: [chatRow("a", "to be deleted, a secret prompt")] })
+    const done = await api.waitFinal(created.body.id)
     expect((await readLog(`batch.${created.body.id}.>`)).length).toBeGreaterThan(0)
     expect((await api.call("DELETE", `/v1/batches/${created.body.id}`)).status).toBe(200)
-    expect(await readLog(`batch.${created.body.id}.>`)).toEqual([])
+    const left = await readLog(`batch.${created.body.id}.>`)
+    expect(left.map((m) => [m.subject, Object.keys(m.event).sort()])).toEqual([
+      [`batch.${created.body.id}.batch_purged`, ["account_id", "batch_id", "created_at", "deleted_at", "reason", "type"]],
+    ])
+    expect(left[0]!.event).toMatchObject({ batch_id: created.body.id, account_id: "bootstrap", reason: "deleted" })
+    expect(Math.floor((left[0]!.event as { created_at: number }).created_at / 1000)).toBe(done.created_at)
+    expect(JSON.stringify(left)).not.toMatch(/secret prompt|Simulated answer/)
+    expect((await readLog("batch.*.batch_purged")).map((m) => m.event.batch_id)).toEqual([created.body.id])
   })
 })

@@ -39,7 +39,7 @@ describe("a read model in an older layout", () => {
       expect(tables(db)).toContain("row_chunks")
       expect(db.prepare(`SELECT count(*) FROM results`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(3)
+      expect(db.pragma("user_version", { simple: true })).toBe(4)
       db.prepare(`INSERT INTO offsets VALUES ('batches', 7, 8)`).run()
     })
     // Opened again in the current layout: kept as it is.

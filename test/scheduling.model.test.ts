@@ -12,7 +12,8 @@ import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
  * key and account changes, quota exhaustion, midnights, closing windows, restarts and crashes, against
  * Sluice run as its own process, with its actors on a TestClock driven over the process's test-only
  * clock port (SLUICE_TEST_CLOCK). After every step the invariants are checked on what the API shows,
- * what the log holds and what the upstreams saw.
+ * what the log holds and what the upstreams saw; among them, once a batch reads final it reads the
+ * same ever after.
  *
  * Each account has its own model on its own simulator, so what one upstream saw is what one
  * account ran: that is how "no account exceeds its concurrency" and "a paused batch starts
@@ -33,6 +34,8 @@ interface Batch {
   readonly account: number
   readonly total: number
   finalStatus?: string
+  /** What the API showed the first time it read the batch final: it must show exactly that ever after. */
+  final?: { readonly batch: unknown; readonly rows: ReadonlyArray<unknown> }
 }
 
 interface World {
@@ -85,7 +88,17 @@ const checkInvariants = async (w: World) => {
       expect(counts.completed).toBe(by("completed"))
       expect(counts.failed).toBe(by("failed") + by("expired"))
       expect(by("queued") + by("running") + by("completed") + by("failed") + by("expired") + by("cancelled")).toBe(batch.total)
-      if (FINAL.has(got.body.status)) expect(`batch_${got.body.status}`).toBe(closing[0] ?? `batch_${got.body.status}`)
+      if (FINAL.has(got.body.status)) {
+        expect(`batch_${got.body.status}`).toBe(closing[0] ?? `batch_${got.body.status}`)
+        // Final means final: reached only once nothing runs or waits, and once final nothing changes,
+        // not a count, a result or cost_usd, until the batch is deleted.
+        expect(by("running") + by("queued")).toBe(0)
+        const seen = { batch: got.body, rows }
+        if (batch.final === undefined) batch.final = seen
+        else expect(seen).toEqual(batch.final)
+      } else {
+        expect(batch.final).toBeUndefined()
+      }
     } else {
       expect([401, 429]).toContain(got.status)
     }

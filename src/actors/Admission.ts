@@ -57,7 +57,9 @@ const makeLive = Effect.gen(function* () {
   const s = {
     batchKey: db.prepare(`SELECT key_id FROM batches WHERE id = ?`),
     key: db.prepare(`SELECT revoked_at, expires_at FROM api_keys WHERE id = ?`),
-    unfinished: db.prepare(`SELECT id, key_id FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress')`),
+    unfinished: db.prepare(
+      `SELECT id, key_id FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress') AND closing IS NULL`,
+    ),
   }
   const owners = new Map<string, CachedOwner>()
   const batchKeys = new Map<string, string>()

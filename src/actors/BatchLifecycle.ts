@@ -32,8 +32,8 @@ export const announcing = Layer.effect(
       ...writer,
       create: (batch) => Effect.tap(writer.create(batch), ({ batchId, seq }) => announce(batchId, seq)),
       execute: (batchId, command) =>
-        Effect.tap(writer.execute(batchId, command), ({ events, seq }) =>
-          events.some((e) => changesTimers.has(e.type)) ? announce(batchId, seq) : Effect.void,
+        Effect.tap(writer.execute(batchId, command), ({ events, seq, finished }) =>
+          finished === true || events.some((e) => changesTimers.has(e.type)) ? announce(batchId, seq) : Effect.void,
         ),
     } satisfies BatchWriter["Type"]
   }),

@@ -22,6 +22,8 @@ export interface Written {
   readonly events: ReadonlyArray<BatchEvent>
   /** The log sequence of the last event written (or the projections' current one when nothing was). */
   readonly seq: number
+  /** The events made the batch final (its final status may come with a row's event). */
+  readonly finished?: boolean
 }
 
 export interface BatchWriterShape {
@@ -157,7 +159,9 @@ export const Live = Layer.effect(
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = decision.right
       if (events.length === 0) return Effect.succeed({ events, written: nothingWritten })
+      const wasFinal = isFinal(current.state.status)
       current.state = events.reduce(evolve, current.state)
+      const finished = !wasFinal && isFinal(current.state.status)
       const outgoing: Outgoing = { messages: events.map(message), exit: undefined, waiting: undefined }
       current.outbox.push(outgoing)
       if (!current.draining) {
@@ -177,7 +181,7 @@ export const Live = Layer.effect(
             if (results.length === 0) return nothingWritten
             let seq = 0
             for (const r of results) seq = Math.max(seq, r.seq)
-            return Effect.succeed({ events, seq })
+            return Effect.succeed({ events, seq, finished })
           },
         }),
       )

@@ -56,7 +56,7 @@ export const layer = (options: TimersOptions) =>
         )
 
       const remove = (batchId: string) =>
-        deleteBatch(batchId).pipe(
+        deleteBatch(batchId, "retention").pipe(
           // Likewise: the deletion replans the batch's timers; the purge must not be cut short by it.
           Effect.uninterruptible,
           Effect.retry({ schedule: WHILE_LOG_DOWN, while: (e) => e._tag === "LogUnavailable" }),
@@ -92,9 +92,8 @@ export const layer = (options: TimersOptions) =>
           }
         })
 
-      // The dispatcher resumes unfinished batches only; these rows must settle before retention can delete.
-      for (const { id } of batches.stranded()) yield* dispatcher.enqueueBatch(id)
       for (const batch of batches.deadlines()) yield* plan(batch.id, batch)
+      yield* Effect.forkScoped(deleteBatch.resumeBurials.pipe(Effect.catchAllCause((cause) => Effect.logError("unfinished deletions could not be resumed", cause))))
       yield* Queue.take(changes).pipe(
         Effect.flatMap(({ batchId, seq }) =>
           projector.awaitSeq(seq).pipe(Effect.andThen(Effect.suspend(() => plan(batchId, batches.deadlinesOf(batchId))))),

@@ -1,15 +1,26 @@
 import { HashMap } from "effect"
-import type { BatchState, BatchStatus, RowPhase } from "../domain/batch/state.js"
+import type { BatchState, BatchStatus, ClosedAs, FinalStatus, RowPhase } from "../domain/batch/state.js"
 import type { ReadModel } from "../projections/ReadModel.js"
-
-const closedStatuses: ReadonlySet<string> = new Set(["cancelling", "cancelled", "failed", "expired"])
 
 /** Rebuilds a batch's decider state from the read model, whose rows the log's events produced. */
 export const loadBatchState = (db: ReadModel["Type"], batchId: string): BatchState | undefined => {
   const batch = db
-    .prepare(`SELECT status, total, completed, failed, cancelled, running, cost_usd FROM batches WHERE id = ?`)
+    .prepare(
+      `SELECT status, total, completed, failed, cancelled, running, cost_usd, closing, closing_error, final_written FROM batches WHERE id = ?`,
+    )
     .get(batchId) as
-    | { status: BatchStatus; total: number; completed: number; failed: number; cancelled: number; running: number; cost_usd: number }
+    | {
+        status: BatchStatus
+        total: number
+        completed: number
+        failed: number
+        cancelled: number
+        running: number
+        cost_usd: number
+        closing: ClosedAs | null
+        closing_error: string | null
+        final_written: FinalStatus | null
+      }
     | undefined
   if (batch === undefined) return undefined
   const started = db
@@ -35,6 +46,8 @@ export const loadBatchState = (db: ReadModel["Type"], batchId: string): BatchSta
     running: batch.running,
     costUsd: batch.cost_usd,
     rows,
-    closed: closedStatuses.has(batch.status),
+    closedAs: batch.closing ?? undefined,
+    closingError: batch.closing_error === null ? undefined : JSON.parse(batch.closing_error),
+    finalWritten: batch.final_written ?? undefined,
   }
 }

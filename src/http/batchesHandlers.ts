@@ -9,10 +9,11 @@ import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
+import { tombstoneReads } from "../projections/tombstoneReads.js"
 import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, batchNotFound, conflict, unavailable } from "./errors.js"
+import { badRequest, batchDeleted, batchNotFound, conflict, unavailable } from "./errors.js"
 import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { parseAfter, parseLimit } from "./pageParams.js"
@@ -26,6 +27,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const db = yield* ReadModel
     const batches = batchReads(db)
     const results = resultReads(db)
+    const tombstones = tombstoneReads(db)
     const writer = yield* BatchWriter
     const projector = yield* Projector
     const dispatcher = yield* Dispatcher
@@ -37,9 +39,14 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const answerError = (error: ApiError) => respondJson(Effect.fail(error))
     const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
 
+    /** The caller's batch; its owner is told when it was deleted, anyone else that no such batch exists. */
+    const gone = (accountId: string, batchId: string) => {
+      const tombstone = tombstones.ofAccount(accountId, batchId)
+      return tombstone === undefined ? batchNotFound(batchId) : batchDeleted(batchId, tombstone.deleted_at, tombstone.reason)
+    }
     const owned = (accountId: string, batchId: string) => {
       const row = batches.ofAccount(accountId, batchId)
-      return row === undefined ? Effect.fail(batchNotFound(batchId)) : Effect.succeed(row)
+      return row === undefined ? Effect.fail(gone(accountId, batchId)) : Effect.succeed(row)
     }
     const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
 
@@ -163,8 +170,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* owned(caller.account.id, path.batch_id)
           const written = yield* writer.execute(path.batch_id, { type: "Cancel", at: yield* writer.now }).pipe(
             Effect.catchTags({
-              BatchNotFound: () => Effect.fail(batchNotFound(path.batch_id)),
-              RowsStillRunning: () => Effect.fail(batchNotFound(path.batch_id)),
+              BatchNotFound: () => Effect.fail(gone(caller.account.id, path.batch_id)),
+              RowsStillRunning: () => Effect.fail(gone(caller.account.id, path.batch_id)),
               LogUnavailable: () => Effect.fail(logDown()),
             }),
           )
@@ -179,7 +186,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* owned(caller.account.id, path.batch_id)
           yield* deleteBatch(path.batch_id).pipe(
             Effect.catchTags({
-              BatchNotFound: () => Effect.fail(batchNotFound(path.batch_id)),
+              BatchNotFound: () => Effect.fail(gone(caller.account.id, path.batch_id)),
               RowsStillRunning: (e) =>
                 Effect.fail(
                   conflict(

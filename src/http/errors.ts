@@ -39,3 +39,12 @@ export const quotaExhausted = (message: string) =>
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
 
 export const batchNotFound = (batchId: string) => notFound(`No batch found with id '${batchId}'`, "batch_not_found")
+
+/** The seed's 404 for a batch that "was deleted": the message says so, and when. */
+export const batchDeleted = (batchId: string, deletedAtMs: number, reason: "deleted" | "retention") =>
+  notFound(
+    `Batch '${batchId}' was deleted at ${new Date(deletedAtMs).toISOString().replace(/\.\d{3}Z$/, "Z")} (Unix ${Math.floor(deletedAtMs / 1000)})${
+      reason === "retention" ? ", when its retention period ended" : ""
+    }; its requests and results are gone`,
+    "batch_deleted",
+  )

@@ -1,6 +1,7 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
-import { BatchEvent } from "../domain/batch/events.js"
+import { BatchEvent, isRowEvent } from "../domain/batch/events.js"
+import { rowEffect } from "../domain/batch/rowEffect.js"
 import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
@@ -10,7 +11,6 @@ import { resultsProjection } from "./results.js"
 import { usageProjection } from "./usage.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
-const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
@@ -65,11 +65,14 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
     }
     if (kind === "batch") {
       const event = decodeBatch(payload)
-      // A row event moves the batch's counters only if it moved the row; a lifecycle event settles
-      // the idle rows only if it changed the batch.
-      if (rowEventTypes.has(event.type)) {
-        if (results(event, true, message)) {
-          batches.apply(event, message.seq)
+      // A row event does what the batch's standing at its place in the log lets it, and moves the
+      // batch's counters only if it moved the row; a lifecycle event settles the idle rows only if it
+      // closed the batch there.
+      if (isRowEvent(event)) {
+        const batch = batches.target(event.batch_id)
+        const effect = batch === undefined ? undefined : rowEffect({ status: batch.status, closedAs: batch.closing ?? undefined }, event)
+        if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
+          batches.applyRow(event, batch, effect)
           if (event.type === "row_completed") {
             const charged = usage.apply(event)
             if (charged !== undefined) changed?.usage(charged)
@@ -77,7 +80,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
         }
       } else {
         usage.forget()
-        results(event, batches.apply(event, message.seq), message)
+        results.apply(event, batches.apply(event, message.seq), message)
       }
     } else if (kind === "account") {
       const event = decodeAccount(payload)

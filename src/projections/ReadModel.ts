@@ -21,7 +21,11 @@ CREATE TABLE IF NOT EXISTS batches (
   cost_usd REAL NOT NULL DEFAULT 0,
   metadata TEXT,
   error TEXT,
-  models TEXT NOT NULL
+  models TEXT NOT NULL,
+  closing TEXT,
+  closing_error TEXT,
+  final_written TEXT,
+  created_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, seq);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
@@ -44,6 +48,15 @@ CREATE TABLE IF NOT EXISTS row_chunks (
   seq INTEGER NOT NULL,
   PRIMARY KEY (batch_id, first)
 );
+CREATE TABLE IF NOT EXISTS tombstones (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  deleted_at INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  purged INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS tombstones_unpurged ON tombstones (purged) WHERE purged = 0;
 CREATE TABLE IF NOT EXISTS accounts (
   id TEXT PRIMARY KEY,
   tier TEXT NOT NULL,
@@ -71,8 +84,9 @@ CREATE TABLE IF NOT EXISTS usage (
 
 // 2: request bodies are no longer copied into an `inputs` table; `row_chunks` says where in the log they are.
 // 3: `row_chunks` names the type of the event holding the bodies (`row_bodies`, or `rows_added` before those).
-const SCHEMA_VERSION = 3
-const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "accounts", "api_keys", "usage"]
+// 4: a batch is final only once no row runs (`closing`, `final_written`), and deleted batches leave `tombstones`.
+const SCHEMA_VERSION = 4
+const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
 const migrate = (db: Database.Database) => {

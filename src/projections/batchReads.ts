@@ -26,6 +26,11 @@ export interface BatchRow {
   readonly metadata: string | null
   readonly error: string | null
   readonly models: string
+  /** How the batch stopped starting rows, while it waits for its running rows or once final. */
+  readonly closing: "cancelled" | "failed" | "expired" | null
+  readonly closing_error: string | null
+  readonly final_written: string | null
+  readonly created_ms: number
 }
 
 /** The batch object exactly as the API shows it: file fields and `errors` are always null. */
@@ -74,7 +79,6 @@ export const batchReads = (db: Database.Database) => {
     unfinishedOf: db.prepare(
       `SELECT count(*) AS n FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
     ),
-    stranded: db.prepare(`SELECT id FROM batches WHERE status IN ('failed', 'expired') AND running > 0`),
     deadlines: db.prepare(`SELECT ${deadlineColumns} FROM batches`),
     deadlinesOf: db.prepare(`SELECT ${deadlineColumns} FROM batches WHERE id = ?`),
   }
@@ -93,8 +97,6 @@ export const batchReads = (db: Database.Database) => {
         : s.nextPage.all(accountId, afterSeq, limit + 1)) as Array<BatchRow>,
     unfinished: () => s.unfinished.all() as Array<BatchRow>,
     unfinishedCount: (accountId: string) => (s.unfinishedOf.get(accountId) as { n: number }).n,
-    /** Closed batches whose rows were running when the process stopped: no one runs them now. */
-    stranded: () => s.stranded.all() as Array<{ id: string }>,
     deadlines: () => s.deadlines.all() as Array<BatchDeadlines>,
     deadlinesOf: (id: string) => s.deadlinesOf.get(id) as BatchDeadlines | undefined,
   }

@@ -1,66 +1,119 @@
 import type Database from "better-sqlite3"
-import type { BatchEvent } from "../domain/batch/events.js"
+import type { BatchStatus } from "../domain/api/BatchStatus.js"
+import type { BatchEvent, RowEvent } from "../domain/batch/events.js"
+import type { ClosedAs, RowEffect } from "../domain/batch/rowEffect.js"
+import type { FinalStatus } from "../domain/batch/state.js"
 
-const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
 const secs = (ms: number) => Math.floor(ms / 1000)
 const open = `status IN ('validating', 'in_progress')`
+const notFinal = `status NOT IN ('completed', 'failed', 'expired', 'cancelled')`
+const idle = `(total - running - completed - failed - cancelled)`
 
-interface Counters {
+/** A batch as its row events see it: its counters, held in memory and added in log order, and how it stands. */
+export interface RowTarget {
+  status: BatchStatus
+  readonly closing: ClosedAs | null
+  readonly final_written: FinalStatus | null
+  readonly total: number
   running: number
   completed: number
   failed: number
   cancelled: number
   cost_usd: number
+  /** Set when a row event made the batch final: the time it did. */
+  finishedAt?: number
 }
 
 /**
- * Batch objects and their counters, one row per batch. Row events move counters held in memory,
- * added in log order, and `flush` writes them: call it before the transaction commits.
+ * Batch objects and their counters, one row per batch, and the tombstones deleted batches leave.
+ * Row events move counters held in memory, and `flush` writes them: call it before the transaction
+ * commits. A closing event settles the rows idle at its place in the log, counted from the batch's own
+ * counters there; a final event while rows run or wait makes the batch final when the last of them settles.
  */
 export const batchesProjection = (db: Database.Database) => {
   const s = {
     created: db.prepare(
-      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, expires_at, total, metadata, models)
-       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models)
+       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?)`,
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
-    counters: db.prepare(`SELECT running, completed, failed, cancelled, cost_usd FROM batches WHERE id = ?`),
+    target: db.prepare(
+      `SELECT status, closing, final_written, total, running, completed, failed, cancelled, cost_usd FROM batches WHERE id = ?`,
+    ),
     setCounters: db.prepare(
       `UPDATE batches SET running = ?, completed = ?, failed = ?, cancelled = ?, cost_usd = ? WHERE id = ?`,
     ),
-    cancelling: db.prepare(
-      `UPDATE batches SET status = 'cancelling', cancelling_at = ?, cancelled = cancelled + ? WHERE id = ? AND ${open}`,
+    close: db.prepare(
+      `UPDATE batches SET closing = @as, closing_error = @error,
+         status = CASE WHEN @as = 'cancelled' THEN 'cancelling' ELSE status END,
+         cancelling_at = CASE WHEN @as = 'cancelled' THEN @at ELSE cancelling_at END,
+         failed = failed + CASE WHEN @as = 'cancelled' THEN 0 ELSE ${idle} END,
+         cancelled = cancelled + CASE WHEN @as = 'cancelled' THEN ${idle} ELSE 0 END
+       WHERE id = @id AND closing IS NULL AND ${open}`,
     ),
-    failed: db.prepare(
-      `UPDATE batches SET status = 'failed', failed_at = ?, error = ?, failed = failed + ? WHERE id = ? AND ${open}`,
+    // A final event that is not the batch's own (a completion of a closed batch, another closing's) changes nothing.
+    finalWritten: db.prepare(`UPDATE batches SET final_written = @status WHERE id = @id AND coalesce(closing, 'completed') = @status AND ${notFinal}`),
+    finish: db.prepare(
+      `UPDATE batches SET status = final_written,
+         completed_at = CASE WHEN final_written = 'completed' THEN @at ELSE completed_at END,
+         failed_at = CASE WHEN final_written = 'failed' THEN @at ELSE failed_at END,
+         expired_at = CASE WHEN final_written = 'expired' THEN @at ELSE expired_at END,
+         cancelled_at = CASE WHEN final_written = 'cancelled' THEN @at ELSE cancelled_at END,
+         error = CASE WHEN final_written = 'failed' THEN closing_error ELSE error END
+       WHERE id = @id AND final_written = coalesce(closing, 'completed') AND running = 0 AND ${idle} = 0 AND ${notFinal}`,
     ),
-    expired: db.prepare(
-      `UPDATE batches SET status = 'expired', expired_at = ?, failed = failed + ? WHERE id = ? AND ${open}`,
+    tombstone: db.prepare(
+      `INSERT OR IGNORE INTO tombstones (id, account_id, created_at, deleted_at, reason, purged)
+       SELECT id, account_id, created_ms, ?, ?, 0 FROM batches WHERE id = ?`,
     ),
-    cancelled: db.prepare(`UPDATE batches SET status = 'cancelled', cancelled_at = ? WHERE id = ? AND status = 'cancelling'`),
-    completed: db.prepare(`UPDATE batches SET status = 'completed', completed_at = ? WHERE id = ? AND ${open}`),
     deleted: db.prepare(`DELETE FROM batches WHERE id = ?`),
+    purged: db.prepare(
+      `INSERT INTO tombstones (id, account_id, created_at, deleted_at, reason, purged) VALUES (?, ?, ?, ?, ?, 1)
+       ON CONFLICT (id) DO UPDATE SET purged = 1`,
+    ),
   }
-  const held = new Map<string, Counters | undefined>()
-  const counters = (id: string): Counters | undefined => {
+  const held = new Map<string, RowTarget | undefined>()
+  const target = (id: string): RowTarget | undefined => {
     if (held.has(id)) return held.get(id)
-    const row = s.counters.get(id) as Counters | undefined
+    const row = s.target.get(id) as RowTarget | undefined
     held.set(id, row)
     return row
   }
   const flush = () => {
-    for (const [id, c] of held) if (c !== undefined) s.setCounters.run(c.running, c.completed, c.failed, c.cancelled, c.cost_usd, id)
+    for (const [id, c] of held) {
+      if (c === undefined) continue
+      s.setCounters.run(c.running, c.completed, c.failed, c.cancelled, c.cost_usd, id)
+      if (c.finishedAt !== undefined) s.finish.run({ id, at: secs(c.finishedAt) })
+    }
     held.clear()
   }
-  const settle = (id: string, change: (c: Counters) => void) => {
-    const c = counters(id)
-    if (c === undefined) return false
-    change(c)
-    return true
+  /** A row event's effect (see rowEffect), once the row's own projection has taken it. */
+  const applyRow = (event: RowEvent, c: RowTarget, effect: RowEffect) => {
+    if (effect === "running") {
+      c.running += 1
+      return
+    }
+    c.running -= 1
+    if (effect === "queued") return
+    if (effect === "completed") c.completed += 1
+    else if (effect === "failed") c.failed += 1
+    else c.cancelled += 1
+    if (event.type === "row_completed") c.cost_usd += event.cost_usd
+    const idleLeft = c.total - c.running - c.completed - c.failed - c.cancelled
+    if (c.final_written !== null && c.final_written === (c.closing ?? "completed") && c.running === 0 && idleLeft === 0) {
+      c.status = c.final_written
+      c.finishedAt = event.at
+    }
   }
-  /** Answers whether a closing event took effect, so the row projections settle idle rows only then. */
-  const apply = (event: BatchEvent, seq: number): boolean => {
-    if (!rowEventTypes.has(event.type)) flush()
+  const close = (id: string, as: ClosedAs, at: number, error: object | null) =>
+    s.close.run({ id, as, at: secs(at), error: error === null ? null : JSON.stringify(error) }).changes > 0
+  const finalEvent = (id: string, status: FinalStatus, at: number) => {
+    s.finalWritten.run({ status, id })
+    s.finish.run({ id, at: secs(at) })
+  }
+  /** Answers whether the event settled the batch's idle rows here, which the results projection then does too. */
+  const apply = (event: Exclude<BatchEvent, RowEvent>, seq: number): boolean => {
+    flush()
     switch (event.type) {
       case "batch_created":
         s.created.run(
@@ -70,54 +123,50 @@ export const batchesProjection = (db: Database.Database) => {
           seq,
           event.completion_window,
           secs(event.created_at),
+          event.created_at,
           secs(event.expires_at),
           event.total,
           event.metadata === null ? null : JSON.stringify(event.metadata),
           JSON.stringify(event.models),
         )
-        return true
+        return false
       case "rows_added":
       case "row_bodies":
-        return true
+        return false
       case "batch_started":
-        return s.started.run(secs(event.at), event.batch_id).changes > 0
-      case "row_started":
-        return settle(event.batch_id, (c) => {
-          c.running += 1
-        })
-      case "row_retrying":
-        return settle(event.batch_id, (c) => {
-          c.running -= 1
-        })
-      case "row_completed":
-        return settle(event.batch_id, (c) => {
-          c.running -= 1
-          c.completed += 1
-          c.cost_usd += event.cost_usd
-        })
-      case "row_failed":
-        return settle(event.batch_id, (c) => {
-          c.running -= 1
-          c.failed += 1
-        })
-      case "row_cancelled":
-        return settle(event.batch_id, (c) => {
-          c.running -= 1
-          c.cancelled += 1
-        })
+        s.started.run(secs(event.at), event.batch_id)
+        return false
       case "batch_cancelling":
-        return s.cancelling.run(secs(event.at), event.cancelled_rows, event.batch_id).changes > 0
-      case "batch_failed":
-        return s.failed.run(secs(event.at), JSON.stringify(event.error), event.failed_rows, event.batch_id).changes > 0
-      case "batch_expired":
-        return s.expired.run(secs(event.at), event.expired_rows, event.batch_id).changes > 0
+        return close(event.batch_id, "cancelled", event.at, null)
+      case "batch_failing":
+        return close(event.batch_id, "failed", event.at, event.error)
+      case "batch_expiring":
+        return close(event.batch_id, "expired", event.at, null)
       case "batch_cancelled":
-        return s.cancelled.run(secs(event.at), event.batch_id).changes > 0
+        finalEvent(event.batch_id, "cancelled", event.at)
+        return false
+      case "batch_failed": {
+        const closed = close(event.batch_id, "failed", event.at, event.error)
+        finalEvent(event.batch_id, "failed", event.at)
+        return closed
+      }
+      case "batch_expired": {
+        const closed = close(event.batch_id, "expired", event.at, null)
+        finalEvent(event.batch_id, "expired", event.at)
+        return closed
+      }
       case "batch_completed":
-        return s.completed.run(secs(event.at), event.batch_id).changes > 0
+        finalEvent(event.batch_id, "completed", event.at)
+        return false
       case "batch_deleted":
-        return s.deleted.run(event.batch_id).changes > 0
+        s.tombstone.run(event.at, event.reason ?? "deleted", event.batch_id)
+        s.deleted.run(event.batch_id)
+        return false
+      case "batch_purged":
+        s.purged.run(event.batch_id, event.account_id, event.created_at, event.deleted_at, event.reason)
+        s.deleted.run(event.batch_id)
+        return false
     }
   }
-  return { apply, flush, discard: () => held.clear() }
+  return { apply, target, applyRow, flush, discard: () => held.clear() }
 }

@@ -60,7 +60,7 @@ export const rebuildReadModel = (
     Effect.map(([took, rebuilt]) => ({ ...rebuilt, ms: Duration.toMillis(took) })),
   )
 
-export const contentTables = ["batches", "results", "row_chunks", "accounts", "api_keys"] as const
+export const contentTables = ["batches", "results", "row_chunks", "tombstones", "accounts", "api_keys"] as const
 export type ContentTable = (typeof contentTables)[number]
 
 export interface TableDigest {

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3"
-import type { BatchEvent } from "../domain/batch/events.js"
+import type { BatchEvent, RowEvent } from "../domain/batch/events.js"
+import type { RowEffect } from "../domain/batch/rowEffect.js"
 import type { LogMessage } from "../eventlog/EventLog.js"
 
 const batchFailedError = JSON.stringify({ code: "batch_failed", message: "Not run: the batch failed" })
@@ -24,8 +25,8 @@ export const resultsProjection = (db: Database.Database) => {
     rows: db.prepare(
       `INSERT OR IGNORE INTO results (batch_id, idx, custom_id, model, status) VALUES ${Array(ROWS_PER_INSERT).fill("(?, ?, ?, ?, 'queued')").join(", ")}`,
     ),
-    // Each row event applies only from the phase it leaves, so a duplicate (a publish retried after
-    // JetStream's de-duplication window) changes nothing, and the batch counters follow suit.
+    // Each row effect applies only from the phase its event leaves, so a duplicate (a publish retried
+    // after JetStream's de-duplication window) changes nothing, and the batch counters follow suit.
     started: db.prepare(
       `UPDATE results SET status = 'running', attempts = ? WHERE batch_id = ? AND idx = ? AND status = 'queued' AND attempts < ?`,
     ),
@@ -47,8 +48,25 @@ export const resultsProjection = (db: Database.Database) => {
     deleteResults: db.prepare(`DELETE FROM results WHERE batch_id = ?`),
     deleteChunks: db.prepare(`DELETE FROM row_chunks WHERE batch_id = ?`),
   }
-  /** Answers whether the event changed a row: the batch's counters move only when it did. */
-  return (event: BatchEvent, tookEffect: boolean, stored: Pick<LogMessage, "seq" | "firstSeq">): boolean => {
+  const errorText = (error: object | null) => (error === null ? null : JSON.stringify(error))
+  /** Applies a row event's effect (see rowEffect); answers whether it changed the row, and so the batch's counters. */
+  const applyRow = (event: RowEvent, effect: RowEffect): boolean => {
+    const { batch_id, row, attempt } = event
+    switch (effect) {
+      case "running":
+        return s.started.run(attempt, batch_id, row, attempt).changes > 0
+      case "queued":
+        return event.type === "row_retrying" && s.retrying.run(JSON.stringify(event.error), batch_id, row, attempt).changes > 0
+      case "completed":
+        return event.type === "row_completed" && s.completed.run(JSON.stringify(event.response), batch_id, row, attempt).changes > 0
+      case "failed":
+        return "error" in event && s.failed.run(errorText(event.error), batch_id, row, attempt).changes > 0
+      case "cancelled":
+        return s.cancelledRow.run("error" in event ? errorText(event.error) : null, batch_id, row, attempt).changes > 0
+    }
+  }
+  /** A batch event; `settlesIdle` says whether it settled the batch's idle rows at its place in the log. */
+  const apply = (event: Exclude<BatchEvent, RowEvent>, settlesIdle: boolean, stored: Pick<LogMessage, "seq" | "firstSeq">) => {
     switch (event.type) {
       case "rows_added": {
         // Many rows per statement: a call into SQLite costs more than the row it inserts.
@@ -68,36 +86,27 @@ export const resultsProjection = (db: Database.Database) => {
         }
         if (event.bodies === undefined) s.chunk.run(batch_id, first, "rows_added", stored.firstSeq ?? stored.seq, stored.seq)
         else s.chunk.run(batch_id, first, "row_bodies", event.bodies.first_seq, event.bodies.seq)
-        return true
+        return
       }
-      case "row_started":
-        return s.started.run(event.attempt, event.batch_id, event.row, event.attempt).changes > 0
-      case "row_retrying":
-        return s.retrying.run(JSON.stringify(event.error), event.batch_id, event.row, event.attempt).changes > 0
-      case "row_completed":
-        return s.completed.run(JSON.stringify(event.response), event.batch_id, event.row, event.attempt).changes > 0
-      case "row_failed":
-        return s.failed.run(JSON.stringify(event.error), event.batch_id, event.row, event.attempt).changes > 0
-      case "row_cancelled":
-        return (
-          s.cancelledRow.run(event.error === null ? null : JSON.stringify(event.error), event.batch_id, event.row, event.attempt)
-            .changes > 0
-        )
       case "batch_cancelling":
-        if (tookEffect) s.cancelIdle.run(event.batch_id)
-        return tookEffect
+        if (settlesIdle) s.cancelIdle.run(event.batch_id)
+        return
+      case "batch_failing":
       case "batch_failed":
-        if (tookEffect) s.failIdle.run(batchFailedError, event.batch_id)
-        return tookEffect
+        if (settlesIdle) s.failIdle.run(batchFailedError, event.batch_id)
+        return
+      case "batch_expiring":
       case "batch_expired":
-        if (tookEffect) s.expireIdle.run(batchExpiredError, event.batch_id)
-        return tookEffect
+        if (settlesIdle) s.expireIdle.run(batchExpiredError, event.batch_id)
+        return
       case "batch_deleted":
+      case "batch_purged":
         s.deleteResults.run(event.batch_id)
         s.deleteChunks.run(event.batch_id)
-        return true
+        return
       default:
-        return tookEffect
+        return
     }
   }
+  return { applyRow, apply }
 }

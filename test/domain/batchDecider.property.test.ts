@@ -7,6 +7,7 @@ import { type BatchState, evolve, idleRows, initialState, isFinal, replay, rowPh
 import { MAX_ATTEMPTS } from "../../src/domain/upstream/retryPolicy.js"
 import {
   type Scenario,
+  anyEvent,
   batchCreated,
   batchId,
   commandFor,
@@ -77,8 +78,8 @@ const recount = (state: BatchState) => {
     else tally.failed++
   }
   const unstarted = state.total - HashMap.size(state.rows)
-  if (!state.closed) tally.idle += unstarted
-  else if (state.status === "cancelling" || state.status === "cancelled") tally.cancelled += unstarted
+  if (state.closedAs === undefined) tally.idle += unstarted
+  else if (state.closedAs === "cancelled") tally.cancelled += unstarted
   else tally.failed += unstarted
   return tally
 }
@@ -152,6 +153,72 @@ describe("batch decider laws", () => {
     )
   })
 
+  it("after a final status, no command changes the batch: every command but Delete decides nothing", () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const all = states(play(s))
+        const final = all.find((state) => isFinal(state.status))
+        if (final === undefined) return
+        for (const state of [final, all[all.length - 1]!]) {
+          for (const command of probes(state, createdAt + 1e9)) {
+            if (command.type === "Delete") continue
+            expect(emittedBy(decide(command, state))).toEqual([])
+          }
+        }
+      }),
+      { numRuns },
+    )
+  })
+
+  it("after a final status, no event changes the batch but its deletion: late row events, second closings, final events of any kind", () => {
+    const arb = scenario.chain((s) => fc.tuple(fc.constant(s), fc.array(anyEvent(s.total), { maxLength: 30 })))
+    fc.assert(
+      fc.property(arb, ([s, late]) => {
+        const final = states(play(s)).find((state) => isFinal(state.status))
+        if (final === undefined) return
+        const after = late.reduce(evolve, final)
+        expect(comparable(after)).toEqual(comparable(final))
+        expect(evolve(after, { type: "batch_deleted", batch_id: batchId, at: createdAt + 1e9 }).deleted).toBe(true)
+      }),
+      { numRuns },
+    )
+  })
+
+  it("a batch is final only once no row runs: completed, failed, expired and cancelled all wait for the running rows", () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        for (const state of states(play(s))) if (isFinal(state.status)) expect(state.running).toBe(0)
+      }),
+      { numRuns },
+    )
+  })
+
+  it("whatever views the writers decided from, a log with stale, repeated and foreign-view events still reads as a sound batch: counts add up, a closed batch has no idle row, a final one runs nothing and never changes", () => {
+    const arb = scenario.chain((s) =>
+      fc.tuple(fc.constant(s), fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 40 })),
+    )
+    fc.assert(
+      fc.property(arb, ([s, extra]) => {
+        const run = play(s)
+        const log: Array<BatchEvent> = [run.created, ...run.emitted]
+        for (const [at, event] of extra) log.splice(1 + (at % log.length), 0, event)
+        let state = initialState(batchId)
+        let finalAt: BatchState | undefined
+        for (const event of log) {
+          state = evolve(state, event)
+          const c = counts(state)
+          expect(c).toEqual(recount(state))
+          expect(Object.values(c).every((n) => n >= 0)).toBe(true)
+          if (state.closedAs !== undefined) expect(c.idle).toBe(0)
+          if (isFinal(state.status)) expect(state.running).toBe(0)
+          if (finalAt !== undefined) expect({ ...comparable(state), deleted: false }).toEqual({ ...comparable(finalAt), deleted: false })
+          else if (isFinal(state.status)) finalAt = state
+        }
+      }),
+      { numRuns },
+    )
+  })
+
   it("replaying the emitted events reproduces the state built step by step, at every step", () => {
     fc.assert(
       fc.property(scenario, (s) => {
@@ -214,12 +281,12 @@ describe("batch decider laws", () => {
             if (e !== undefined) {
               expect(settled.has(e.row)).toBe(false)
               if (e.type === "row_completed" || e.type === "row_failed" || e.type === "row_cancelled") settled.add(e.row)
-            } else if (event.type === "batch_cancelling" || event.type === "batch_failed" || event.type === "batch_expired") {
+            } else if ("cancelled_rows" in event || "failed_rows" in event || "expired_rows" in event) {
               const idle = rowsOf(before).filter((row) => {
                 const phase = rowPhase(before, row)
-                return phase === undefined || phase.status === "queued"
+                return before.closedAs === undefined && (phase === undefined || phase.status === "queued")
               })
-              const closedRows = event.type === "batch_cancelling" ? event.cancelled_rows : event.type === "batch_failed" ? event.failed_rows : event.expired_rows
+              const closedRows = "cancelled_rows" in event ? event.cancelled_rows : "failed_rows" in event ? event.failed_rows : event.expired_rows
               expect(closedRows).toBe(idle.length)
               for (const row of idle) settled.add(row)
             }
@@ -234,7 +301,7 @@ describe("batch decider laws", () => {
     fc.assert(
       fc.property(scenario, (s) => {
         for (const state of states(play(s))) {
-          const done = !state.closed && state.running === 0 && idleRows(state) === 0
+          const done = state.closedAs === undefined && state.running === 0 && idleRows(state) === 0
           expect(state.status === "completed").toBe(done)
           if (done) expect(state.completed + state.failed).toBe(state.total)
         }

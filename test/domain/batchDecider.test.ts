@@ -88,7 +88,9 @@ const batchCancelled = (at: number): BatchEvent => ({ type: "batch_cancelled", b
 const batchCompleted = (at: number): BatchEvent => ({ type: "batch_completed", batch_id, at })
 const batchFailed = (at: number, failed_rows: number): BatchEvent => ({ type: "batch_failed", batch_id, at, error: revoked, failed_rows })
 const batchExpired = (at: number, expired_rows: number): BatchEvent => ({ type: "batch_expired", batch_id, at, expired_rows })
-const batchDeleted = (at: number): BatchEvent => ({ type: "batch_deleted", batch_id, at })
+const batchFailing = (at: number, failed_rows: number): BatchEvent => ({ type: "batch_failing", batch_id, at, error: revoked, failed_rows })
+const batchExpiring = (at: number, expired_rows: number): BatchEvent => ({ type: "batch_expiring", batch_id, at, expired_rows })
+const batchDeleted = (at: number, reason: "deleted" | "retention" = "deleted"): BatchEvent => ({ type: "batch_deleted", batch_id, at, reason })
 
 /** A row that failed transiently on each of its attempts so far and waits to run again. */
 const retriedTimes = (row: number, attempts: number): ReadonlyArray<BatchEvent> =>
@@ -219,18 +221,45 @@ describe("batch decider: cancelling", () => {
 })
 
 describe("batch decider: failing and expiring", () => {
-  it("failing a batch fails its idle rows, counted as failed", () => {
+  it("failing a batch with nothing running fails its idle rows and the batch at once, counted as failed", () => {
     const events = [created(3), batchStarted(5), rowStarted(0, 1, 5), rowRetrying(0, 1, 6, 50), batchFailed(9, 3)]
     given(...events.slice(0, -1)).when({ type: "Fail", at: 9, error: revoked }).then(batchFailed(9, 3))
     expect(replay(batch_id, events)).toMatchObject({ status: "failed", failed: 3, cancelled: 0, running: 0 })
   })
 
-  it("expiring a batch expires its idle rows, counted as failed, and lets a running row finish", () => {
-    const events = [created(3), batchStarted(5), rowStarted(0, 1, 5), rowStarted(1, 1, 5), rowCompleted(1, 1, 6), batchExpired(9, 1)]
-    given(...events.slice(0, -1)).when({ type: "Expire", at: 9 }).then(batchExpired(9, 1))
-    expect(replay(batch_id, events)).toMatchObject({ status: "expired", completed: 1, failed: 1, cancelled: 0, running: 1 })
-    given(...events).when({ type: "SettleRow", row: 0, attempt: 1, at: 12, outcome: ok }).then(rowCompleted(0, 1, 12))
+  it("failing a batch with a row running fails its idle rows and keeps its status until the row has finished", () => {
+    const events = [created(3), batchStarted(5), rowStarted(0, 1, 5), rowRetrying(0, 1, 6, 50), rowStarted(1, 1, 7)]
+    given(...events).when({ type: "Fail", at: 9, error: revoked }).then(batchFailing(9, 2))
+    expect(replay(batch_id, [...events, batchFailing(9, 2)])).toMatchObject({
+      status: "in_progress",
+      closedAs: "failed",
+      failed: 2,
+      running: 1,
+    })
+    given(...events, batchFailing(9, 2))
+      .when({ type: "SettleRow", row: 1, attempt: 1, at: 12, outcome: ok })
+      .then(rowCompleted(1, 1, 12), { type: "batch_failed", batch_id, at: 12, error: revoked, failed_rows: 0 })
+    expect(replay(batch_id, [...events, batchFailing(9, 2), rowCompleted(1, 1, 12), batchFailed(12, 0)])).toMatchObject({
+      status: "failed",
+      completed: 1,
+      failed: 2,
+      running: 0,
+    })
   })
+
+  it("expiring a batch with a row running expires its idle rows, lets the row finish, and is expired only then", () => {
+    const events = [created(3), batchStarted(5), rowStarted(0, 1, 5), rowStarted(1, 1, 5), rowCompleted(1, 1, 6)]
+    given(...events).when({ type: "Expire", at: 9 }).then(batchExpiring(9, 1))
+    expect(replay(batch_id, [...events, batchExpiring(9, 1)])).toMatchObject({ status: "in_progress", completed: 1, failed: 1, running: 1 })
+    given(...events, batchExpiring(9, 1))
+      .when({ type: "SettleRow", row: 0, attempt: 1, at: 12, outcome: ok })
+      .then(rowCompleted(0, 1, 12), batchExpired(12, 0))
+  })
+
+  it("a transient failure of a row still running after the batch began failing ends the row with its error", () =>
+    given(created(2), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 1))
+      .when({ type: "SettleRow", row: 0, attempt: 1, at: 8, outcome: retryLater(100) })
+      .then(rowFailed(0, 1, 8, rateLimited), batchFailed(8, 0)))
 
   it("a row waiting for its retry counts as not started: it expires with the batch, and never starts again", () => {
     const events = [created(3), batchStarted(5), ...retriedTimes(0, 2), batchExpired(20, 3)]
@@ -239,15 +268,69 @@ describe("batch decider: failing and expiring", () => {
     given(...events).when({ type: "StartRow", row: 0, at: 100 }).thenNothingHappened()
   })
 
-  it("no row starts after the batch failed or expired", () => {
+  it("no row starts after the batch began failing or expiring, or failed or expired", () => {
     given(created(2), batchFailed(5, 2)).when({ type: "StartRow", row: 0, at: 6 }).thenNothingHappened()
     given(created(2), batchExpired(5, 2)).when({ type: "StartRow", row: 0, at: 6 }).thenNothingHappened()
+    given(created(3), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 2)).when({ type: "StartRow", row: 1, at: 7 }).thenNothingHappened()
+    given(created(3), batchStarted(5), rowStarted(0, 1, 5), batchExpiring(6, 2)).when({ type: "StartRow", row: 1, at: 7 }).thenNothingHappened()
   })
 
   it("failing or expiring a closed batch does nothing", () => {
     given(created(2), batchExpired(5, 2)).when({ type: "Fail", at: 6, error: revoked }).thenNothingHappened()
     given(created(2), batchFailed(5, 2)).when({ type: "Expire", at: 6 }).thenNothingHappened()
     given(created(2), batchStarted(5), rowStarted(0, 1, 5), batchCancelling(6, 1)).when({ type: "Expire", at: 7 }).thenNothingHappened()
+    given(created(2), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 1)).when({ type: "Expire", at: 7 }).thenNothingHappened()
+    given(created(2), batchStarted(5), rowStarted(0, 1, 5), batchExpiring(6, 1)).when({ type: "Fail", at: 7, error: revoked }).thenNothingHappened()
+  })
+
+  it("reconciling a failing batch whose last row settled without its final event fails it", () =>
+    given(created(2), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 1), rowCompleted(0, 1, 7))
+      .when({ type: "Reconcile", at: 30 })
+      .then({ type: "batch_failed", batch_id, at: 30, error: revoked, failed_rows: 0 }))
+})
+
+describe("batch state: what readers make of the log, whoever wrote it", () => {
+  it("a row start after the batch closed is void: the closing settled that row", () => {
+    const state = replay(batch_id, [created(2), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 1), rowStarted(1, 1, 7)])
+    expect(state).toMatchObject({ running: 1, failed: 1 })
+    expect(state.rows.pipe((rows) => [...rows]).length).toBe(1)
+  })
+
+  it("a transient failure after the batch closed ends the row, as a failure or a cancellation", () => {
+    expect(replay(batch_id, [created(2), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 1), rowRetrying(0, 1, 7, 50)])).toMatchObject(
+      { running: 0, failed: 2, status: "in_progress" },
+    )
+    expect(replay(batch_id, [created(2), batchStarted(5), rowStarted(0, 1, 5), batchCancelling(6, 1), rowRetrying(0, 1, 7, 50)])).toMatchObject(
+      { running: 0, cancelled: 2, status: "cancelling" },
+    )
+  })
+
+  it("a final event written while a row still ran makes the batch final once that row settles, not before", () => {
+    const events = [created(3), batchStarted(5), rowStarted(0, 1, 5), batchFailed(6, 2)]
+    expect(replay(batch_id, events)).toMatchObject({ status: "in_progress", closedAs: "failed", failed: 2, running: 1 })
+    expect(replay(batch_id, [...events, rowCompleted(0, 1, 9)])).toMatchObject({ status: "failed", completed: 1, failed: 2, running: 0 })
+    given(...events).when({ type: "SettleRow", row: 0, attempt: 1, at: 9, outcome: ok }).then(rowCompleted(0, 1, 9))
+  })
+
+  it("the rows a closing settles are counted from the state at its place in the log, not from its payload", () => {
+    expect(replay(batch_id, [created(4), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 99)])).toMatchObject({ failed: 3 })
+    expect(replay(batch_id, [created(4), batchExpired(6, 0)])).toMatchObject({ status: "expired", failed: 4 })
+    expect(replay(batch_id, [created(4), batchCancelling(6, 1), batchCancelled(6)])).toMatchObject({ status: "cancelled", cancelled: 4 })
+  })
+
+  it("after a final status nothing but its deletion changes the batch: a late row event, a second closing event", () => {
+    const final = [created(2), batchStarted(5), rowStarted(0, 1, 5), rowCompleted(0, 1, 6), batchFailed(7, 1)]
+    const before = replay(batch_id, final)
+    for (const late of [rowStarted(1, 1, 8), rowCompleted(0, 1, 8), batchExpired(8, 1), batchCancelling(8, 1), batchCompleted(8), batchFailing(8, 0)]) {
+      expect(replay(batch_id, [...final, late])).toEqual(before)
+    }
+    expect(replay(batch_id, [...final, batchDeleted(9)]).deleted).toBe(true)
+  })
+
+  it("a second closing of another kind is ignored; the first one's final event ends the batch", () => {
+    const events = [created(3), batchStarted(5), rowStarted(0, 1, 5), batchFailing(6, 2), batchExpired(7, 0)]
+    expect(replay(batch_id, events)).toMatchObject({ status: "in_progress", closedAs: "failed", failed: 2 })
+    expect(replay(batch_id, [...events, rowCompleted(0, 1, 8), batchFailed(8, 0)])).toMatchObject({ status: "failed", failed: 2, completed: 1 })
   })
 })
 
@@ -260,6 +343,7 @@ describe("batch decider: deleting", () => {
 
   it("deleting with nothing running deletes the batch, whatever its status", () => {
     given(created(2)).when({ type: "Delete", at: 9 }).then(batchDeleted(9))
+    given(created(2)).when({ type: "Delete", at: 9, reason: "retention" }).then(batchDeleted(9, "retention"))
     given(created(2), batchStarted(5), rowStarted(0, 1, 5), rowRetrying(0, 1, 6, 50)).when({ type: "Delete", at: 9 }).then(batchDeleted(9))
     given(created(1), batchStarted(5), rowStarted(0, 1, 5), rowCompleted(0, 1, 6), batchCompleted(6)).when({ type: "Delete", at: 9 }).then(batchDeleted(9))
     given(created(2), batchCancelling(5, 2), batchCancelled(5)).when({ type: "Delete", at: 9 }).then(batchDeleted(9))

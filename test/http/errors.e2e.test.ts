@@ -217,8 +217,8 @@ describe("the seed's Errors table", () => {
     const deleted = await api.call("DELETE", `/v1/batches/${id}`)
     expect(deleted.status).toBe(200)
     expect(deleted.body).toEqual({ id, object: "batch.deleted", deleted: true })
-    expectError(await api.call("GET", `/v1/batches/${id}`), 404, `No batch found with id '${id}'`)
-    expectError(await api.call("GET", `/v1/batches/${id}/results`), 404, `No batch found with id '${id}'`)
+    expectError(await api.call("GET", `/v1/batches/${id}`), 404, new RegExp(`^Batch '${id}' was deleted at `))
+    expectError(await api.call("GET", `/v1/batches/${id}/results`), 404, new RegExp(`^Batch '${id}' was deleted at `))
   })
 
   it("413: a create body over 32 MiB, refused without storing anything", async () => {

@@ -419,11 +419,12 @@ describe("event streams on a server whose actors run on a test clock", () => {
     const events = await readUntil(iterator, (e) => e.event === "row_started" && ++started === 2)
 
     await sluice.adjust(24 * 3_600_000 + 1_000)
-    events.push(...(await readUntil(iterator, (e) => e.event === "batch_expired")))
+    events.push(...(await readUntil(iterator, (e) => e.event === "batch_expiring")))
     expect(dataOf(events[events.length - 1]!).expired_rows).toBe(3)
-    expect((await api.call("GET", `/v1/batches/${id}`)).body.status).toBe("expired")
+    // Its rows still run, so it is not final yet: the stream goes on.
+    expect((await api.call("GET", `/v1/batches/${id}`)).body.status).toBe("in_progress")
 
-    // The running rows time out only now, after the batch is final: the stream waits for them.
+    // The running rows time out only now: the last to settle makes the batch expired, and the stream ends.
     await sluice.adjust(48 * 3_600_000)
     const rest: Array<SseEvent> = []
     for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
@@ -436,7 +437,9 @@ describe("event streams on a server whose actors run on a test clock", () => {
         .map((e) => [`expiring-${dataOf(e).row}`, "timeout"])
         .sort(),
     )
-    expect(rest.map((e) => e.event).filter((t) => t !== "row_failed")).toEqual([])
+    expect(rest.map((e) => e.event).filter((t) => t !== "row_failed")).toEqual(["batch_expired"])
+    expect(dataOf(rest[rest.length - 1]!).expired_rows).toBe(0)
+    expect((await api.call("GET", `/v1/batches/${id}`)).body.status).toBe("expired")
     const results = await api.allResults(id)
     expect(results.map((r) => r.status).sort()).toEqual(["expired", "expired", "expired", "failed", "failed"])
   }

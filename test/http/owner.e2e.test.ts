@@ -107,8 +107,8 @@ describe("the owner's key, account, quota and slots, checked before every row", 
         const batch = (await reader.api.call("GET", `/v1/batches/${batchId}`)).body
         return batch.status === "failed" ? batch : undefined
       })
-      // Failed at once, while its first row still runs: that row finishes and keeps its result.
-      expect((await reader.api.allResults(batchId))[0].status).toBe("running")
+      // Failed only once its running first row has finished, which keeps its result.
+      expect((await reader.api.allResults(batchId))[0].status).toBe("completed")
       expect(failed.error.code).toBe("owner_unauthorized")
       await expectFailedForOwner(reader.api, batchId, /revoked/)
     })

@@ -1,8 +1,7 @@
 import { Data, Either } from "effect"
 import { MAX_ATTEMPTS } from "../upstream/retryPolicy.js"
-import type { BatchEvent, RowError, RowResponse } from "./events.js"
-import { type BatchState, evolve, idleRows, isFinal, rowPhase } from "./state.js"
-
+import type { BatchEvent, BatchFailure, DeletionReason, RowError, RowResponse } from "./events.js"
+import { type BatchState, type ClosedAs, evolve, idleRows, isClosed, isFinal, rowPhase } from "./state.js"
 
 export type RowOutcome =
   | { readonly _tag: "Completed"; readonly response: RowResponse; readonly costUsd: number }
@@ -18,9 +17,9 @@ export type BatchCommand =
   /** After a restart: closes a batch whose last row settled but whose closing event was not written. */
   | { readonly type: "Reconcile"; readonly at: number }
   | { readonly type: "Cancel"; readonly at: number }
-  | { readonly type: "Fail"; readonly at: number; readonly error: { readonly code: string; readonly message: string } }
+  | { readonly type: "Fail"; readonly at: number; readonly error: BatchFailure }
   | { readonly type: "Expire"; readonly at: number }
-  | { readonly type: "Delete"; readonly at: number }
+  | { readonly type: "Delete"; readonly at: number; readonly reason?: DeletionReason }
 
 export class BatchNotFound extends Data.TaggedError("BatchNotFound")<{ readonly batchId: string }> {}
 export class RowsStillRunning extends Data.TaggedError("RowsStillRunning")<{
@@ -33,17 +32,30 @@ export type Decision = Either.Either<ReadonlyArray<BatchEvent>, Rejection>
 
 const none: Decision = Either.right([])
 
-/** The batch's closing event once nothing runs and nothing waits, given the events just decided. */
+/** The final event of a batch closed `as`, settling the rows still idle when it is written. */
+const finalEvent = (state: BatchState, as: ClosedAs, at: number, error: BatchFailure | undefined): BatchEvent => {
+  const batch_id = state.id
+  switch (as) {
+    case "cancelled":
+      return { type: "batch_cancelled", batch_id, at }
+    case "failed":
+      return { type: "batch_failed", batch_id, at, error: error ?? state.closingError!, failed_rows: idleRows(state) }
+    case "expired":
+      return { type: "batch_expired", batch_id, at, expired_rows: idleRows(state) }
+  }
+}
+
+/** The batch's final event once nothing runs and nothing waits, given the events just decided. */
 const closeIfDone = (state: BatchState, decided: ReadonlyArray<BatchEvent>, at: number): ReadonlyArray<BatchEvent> => {
   const after = decided.reduce(evolve, state)
   if (after.running > 0 || isFinal(after.status)) return decided
-  if (after.status === "cancelling") return [...decided, { type: "batch_cancelled", batch_id: state.id, at }]
+  if (after.closedAs !== undefined) return [...decided, finalEvent(after, after.closedAs, at, undefined)]
   if (idleRows(after) === 0) return [...decided, { type: "batch_completed", batch_id: state.id, at }]
   return decided
 }
 
 const startRow = (state: BatchState, row: number, at: number): Decision => {
-  if (state.closed || isFinal(state.status) || row < 0 || row >= state.total) return none
+  if (isClosed(state) || isFinal(state.status) || row < 0 || row >= state.total) return none
   const phase = rowPhase(state, row)
   if (phase !== undefined && phase.status !== "queued") return none
   const attempt = (phase?.attempt ?? 0) + 1
@@ -67,7 +79,7 @@ const settleRow = (state: BatchState, row: number, attempt: number, at: number, 
       case "Retryable":
         if (state.status === "cancelling") return { type: "row_cancelled", ...ids, error: outcome.error }
         // A failed or expired batch starts nothing more: the row ends with the error it has.
-        if (state.closed) return { type: "row_failed", ...ids, error: outcome.error }
+        if (isClosed(state)) return { type: "row_failed", ...ids, error: outcome.error }
         if (attempt >= MAX_ATTEMPTS) return { type: "row_failed", ...ids, error: outcome.error }
         return { type: "row_retrying", ...ids, error: outcome.error, retry_at: outcome.retryAt }
     }
@@ -85,11 +97,25 @@ const interruptRow = (state: BatchState, row: number, at: number): Decision => {
   })
 }
 
-const close = (state: BatchState, event: BatchEvent, at: number): Decision => {
-  if (state.closed || isFinal(state.status)) return none
+/**
+ * Stops the batch starting rows. With rows running, the closing settles the idle rows and the batch
+ * keeps its status until they have finished; with none, a failure or expiry is final at once.
+ */
+const close = (state: BatchState, as: ClosedAs, at: number, error?: BatchFailure): Decision => {
+  if (isClosed(state) || isFinal(state.status)) return none
   // Every row already settled but the closing event was lost to a crash: the batch completed.
   const finished = closeIfDone(state, [], at)
-  return Either.right(finished.length > 0 ? finished : closeIfDone(state, [event], at))
+  if (finished.length > 0) return Either.right(finished)
+  if (as !== "cancelled" && state.running === 0) return Either.right([finalEvent(state, as, at, error)])
+  const idle = idleRows(state)
+  const batch_id = state.id
+  const closing: BatchEvent =
+    as === "cancelled"
+      ? { type: "batch_cancelling", batch_id, at, cancelled_rows: idle }
+      : as === "failed"
+        ? { type: "batch_failing", batch_id, at, error: error!, failed_rows: idle }
+        : { type: "batch_expiring", batch_id, at, expired_rows: idle }
+  return Either.right(closeIfDone(state, [closing], at))
 }
 
 export const decide = (command: BatchCommand, state: BatchState): Decision => {
@@ -104,20 +130,14 @@ export const decide = (command: BatchCommand, state: BatchState): Decision => {
     case "Reconcile":
       return Either.right(closeIfDone(state, [], command.at))
     case "Cancel":
-      return close(state, { type: "batch_cancelling", batch_id: state.id, at: command.at, cancelled_rows: idleRows(state) }, command.at)
+      return close(state, "cancelled", command.at)
     case "Fail":
-      return close(state, {
-        type: "batch_failed",
-        batch_id: state.id,
-        at: command.at,
-        error: command.error,
-        failed_rows: idleRows(state),
-      }, command.at)
+      return close(state, "failed", command.at, command.error)
     case "Expire":
-      return close(state, { type: "batch_expired", batch_id: state.id, at: command.at, expired_rows: idleRows(state) }, command.at)
+      return close(state, "expired", command.at)
     case "Delete":
       return state.running > 0
         ? Either.left(new RowsStillRunning({ batchId: state.id, running: state.running }))
-        : Either.right([{ type: "batch_deleted", batch_id: state.id, at: command.at }])
+        : Either.right([{ type: "batch_deleted", batch_id: state.id, at: command.at, reason: command.reason ?? "deleted" }])
   }
 }

@@ -105,7 +105,10 @@ export const RowCancelled = Schema.Struct({
   error: Schema.NullOr(RowError),
 })
 
-/** Every row not running and not finished at this point is cancelled. */
+/**
+ * Every row not running and not finished at this point is cancelled. Readers count those rows from the
+ * batch's state at this event's place in the log; `cancelled_rows` is the writer's count, for people.
+ */
 export const BatchCancelling = Schema.Struct({
   type: Schema.Literal("batch_cancelling"),
   ...Ids,
@@ -116,16 +119,44 @@ export const BatchCancelling = Schema.Struct({
 export const BatchCancelled = Schema.Struct({ type: Schema.Literal("batch_cancelled"), ...Ids, at: Schema.Number })
 export const BatchCompleted = Schema.Struct({ type: Schema.Literal("batch_completed"), ...Ids, at: Schema.Number })
 
-/** Every row not running and not finished at this point fails with `batch_failed`. */
+export const BatchFailure = Schema.Struct({ code: Schema.String, message: Schema.String })
+export type BatchFailure = typeof BatchFailure.Type
+
+/**
+ * The batch's owner is no longer valid while rows run: every row neither running nor finished fails
+ * with `batch_failed`, nothing starts again, and the batch keeps its status until its running rows
+ * have settled; `batch_failed` follows then. `failed_rows` is the writer's count, for people.
+ */
+export const BatchFailing = Schema.Struct({
+  type: Schema.Literal("batch_failing"),
+  ...Ids,
+  at: Schema.Number,
+  error: BatchFailure,
+  failed_rows: Schema.Number,
+})
+
+/** `batch_failing`'s counterpart for a completion window that closed while rows ran; `batch_expired` follows. */
+export const BatchExpiring = Schema.Struct({
+  type: Schema.Literal("batch_expiring"),
+  ...Ids,
+  at: Schema.Number,
+  expired_rows: Schema.Number,
+})
+
+/**
+ * The batch is failed, final, once no row runs. Written after `batch_failing` when its last running row
+ * settles, or alone when nothing ran: every row neither running nor finished at this point fails then
+ * (`failed_rows` is the writer's count, for people; readers count from the batch's state).
+ */
 export const BatchFailed = Schema.Struct({
   type: Schema.Literal("batch_failed"),
   ...Ids,
   at: Schema.Number,
-  error: Schema.Struct({ code: Schema.String, message: Schema.String }),
+  error: BatchFailure,
   failed_rows: Schema.Number,
 })
 
-/** Every row not running and not finished at this point expires with `batch_expired`. */
+/** `batch_failed`'s counterpart for the completion window: the rows it settles expire with `batch_expired`. */
 export const BatchExpired = Schema.Struct({
   type: Schema.Literal("batch_expired"),
   ...Ids,
@@ -133,7 +164,29 @@ export const BatchExpired = Schema.Struct({
   expired_rows: Schema.Number,
 })
 
-export const BatchDeleted = Schema.Struct({ type: Schema.Literal("batch_deleted"), ...Ids, at: Schema.Number })
+export const DeletionReason = Schema.Literal("deleted", "retention")
+export type DeletionReason = typeof DeletionReason.Type
+
+/** Written before the batch's history is purged. Logs from before `reason` existed read as `deleted`. */
+export const BatchDeleted = Schema.Struct({
+  type: Schema.Literal("batch_deleted"),
+  ...Ids,
+  at: Schema.Number,
+  reason: Schema.optional(DeletionReason),
+})
+
+/**
+ * The batch's tombstone: written once its history (`batch_deleted` included) has been purged, and then
+ * the only event on `batch.<id>.>`. It holds no request or result content.
+ */
+export const BatchPurged = Schema.Struct({
+  type: Schema.Literal("batch_purged"),
+  ...Ids,
+  account_id: Schema.String,
+  created_at: Schema.Number,
+  deleted_at: Schema.Number,
+  reason: DeletionReason,
+})
 
 export const BatchEvent = Schema.Union(
   BatchCreated,
@@ -148,9 +201,12 @@ export const BatchEvent = Schema.Union(
   BatchCancelling,
   BatchCancelled,
   BatchCompleted,
+  BatchFailing,
+  BatchExpiring,
   BatchFailed,
   BatchExpired,
   BatchDeleted,
+  BatchPurged,
 )
 export type BatchEvent = typeof BatchEvent.Type
 export type BatchEventType = BatchEvent["type"]
@@ -162,7 +218,22 @@ export const onceOnlyTypes: ReadonlySet<BatchEventType> = new Set([
   "batch_cancelling",
   "batch_cancelled",
   "batch_completed",
+  "batch_failing",
+  "batch_expiring",
   "batch_failed",
   "batch_expired",
   "batch_deleted",
+  "batch_purged",
 ])
+
+export type RowEvent = Extract<BatchEvent, { readonly type: "row_started" | "row_retrying" | "row_completed" | "row_failed" | "row_cancelled" }>
+
+export const rowEventTypes: ReadonlySet<BatchEventType> = new Set([
+  "row_started",
+  "row_retrying",
+  "row_completed",
+  "row_failed",
+  "row_cancelled",
+])
+
+export const isRowEvent = (event: BatchEvent): event is RowEvent => rowEventTypes.has(event.type)

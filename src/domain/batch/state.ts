@@ -1,8 +1,9 @@
 import { HashMap, Option } from "effect"
 import { type BatchStatus, FinalBatchStatuses } from "../api/BatchStatus.js"
-import type { BatchEvent, RowError } from "./events.js"
+import type { BatchEvent, BatchFailure, RowError, RowEvent } from "./events.js"
+import { type ClosedAs, rowEffect } from "./rowEffect.js"
 
-export type { BatchStatus }
+export type { BatchStatus, ClosedAs }
 
 export const isFinal = (status: BatchStatus) => FinalBatchStatuses.has(status)
 
@@ -25,8 +26,14 @@ export interface BatchState {
   /** Rows that have left their initial never-started state; a row absent here was never started. */
   readonly rows: HashMap.HashMap<number, RowPhase>
   /** Set once the batch stops starting rows (cancel, failure, expiry): every unstarted row was settled then. */
-  readonly closed: boolean
+  readonly closedAs: ClosedAs | undefined
+  /** Why a closing batch fails: the `error` it ends with. */
+  readonly closingError: BatchFailure | undefined
+  /** The final status whose event is in the log: the batch takes it once no row runs and none waits. */
+  readonly finalWritten: FinalStatus | undefined
 }
+
+export type FinalStatus = "completed" | ClosedAs
 
 export const initialState = (id: string): BatchState => ({
   id,
@@ -40,8 +47,12 @@ export const initialState = (id: string): BatchState => ({
   running: 0,
   costUsd: 0,
   rows: HashMap.empty(),
-  closed: false,
+  closedAs: undefined,
+  closingError: undefined,
+  finalWritten: undefined,
 })
+
+export const isClosed = (state: BatchState) => state.closedAs !== undefined
 
 export const rowPhase = (state: BatchState, row: number): RowPhase | undefined =>
   Option.getOrUndefined(HashMap.get(state.rows, row))
@@ -50,91 +61,104 @@ export const rowPhase = (state: BatchState, row: number): RowPhase | undefined =
 export const idleRows = (state: BatchState) =>
   state.total - state.running - state.completed - state.failed - state.cancelled
 
-const settleIdle = (state: BatchState, to: "cancelled" | "failed" | "expired"): HashMap.HashMap<number, RowPhase> =>
-  HashMap.map(state.rows, (phase) => (phase.status === "queued" ? { status: to, attempt: phase.attempt } : phase))
-
-const finishRow = (
-  state: BatchState,
-  row: number,
-  attempt: number,
-  to: "completed" | "failed" | "cancelled",
-): BatchState => ({
-  ...state,
-  running: state.running - 1,
-  completed: state.completed + (to === "completed" ? 1 : 0),
-  failed: state.failed + (to === "failed" ? 1 : 0),
-  cancelled: state.cancelled + (to === "cancelled" ? 1 : 0),
-  rows: HashMap.set(state.rows, row, { status: to, attempt }),
-})
-
-const closingTypes: ReadonlySet<BatchEvent["type"]> = new Set([
-  "batch_cancelling",
-  "batch_failed",
-  "batch_expired",
-  "batch_cancelled",
-  "batch_completed",
-])
-
-export const evolve = (state: BatchState, event: BatchEvent): BatchState => {
-  // Two writers racing past the log's guards must not reopen a final batch: the first final event wins.
-  if (closingTypes.has(event.type) && (isFinal(state.status) || (state.closed && event.type !== "batch_cancelled"))) {
-    return state
+/** Stops the batch: every idle row is settled as the closing says, counted from the state here, not from a payload. */
+const close = (state: BatchState, as: ClosedAs, error: BatchFailure | undefined): BatchState => {
+  const idle = idleRows(state)
+  const to = as === "cancelled" ? "cancelled" : as
+  return {
+    ...state,
+    status: as === "cancelled" ? "cancelling" : state.status,
+    closedAs: as,
+    closingError: error,
+    failed: as === "cancelled" ? state.failed : state.failed + idle,
+    cancelled: as === "cancelled" ? state.cancelled + idle : state.cancelled,
+    rows: HashMap.map(state.rows, (phase) => (phase.status === "queued" ? { status: to, attempt: phase.attempt } : phase)),
   }
+}
+
+/** The final status written for the batch, taken once nothing runs or waits; the last row to settle takes it there. */
+const finalIfDone = (state: BatchState): BatchState =>
+  state.finalWritten !== undefined &&
+  state.finalWritten === (state.closedAs ?? "completed") &&
+  state.running === 0 &&
+  idleRows(state) === 0
+    ? { ...state, status: state.finalWritten }
+    : state
+
+/** A final event; one that is not the batch's own (a completion of a closed batch, another closing's) is ignored. */
+const finalEvent = (state: BatchState, status: FinalStatus): BatchState =>
+  (state.closedAs ?? "completed") === status ? finalIfDone({ ...state, finalWritten: status }) : state
+
+const applyRow = (state: BatchState, event: RowEvent): BatchState => {
+  const effect = rowEffect(state, event)
+  if (effect === undefined || event.row < 0 || event.row >= state.total) return state
+  const phase = rowPhase(state, event.row)
+  if (effect === "running") {
+    if ((phase !== undefined && phase.status !== "queued") || event.attempt <= (phase?.attempt ?? 0)) return state
+    return {
+      ...state,
+      running: state.running + 1,
+      rows: HashMap.set(state.rows, event.row, { status: "running", attempt: event.attempt }),
+    }
+  }
+  if (phase?.status !== "running" || phase.attempt !== event.attempt) return state
+  if (effect === "queued") {
+    const error = event.type === "row_retrying" ? event.error : { code: "upstream_error", message: "" }
+    return {
+      ...state,
+      running: state.running - 1,
+      rows: HashMap.set(state.rows, event.row, { status: "queued", attempt: event.attempt, error }),
+    }
+  }
+  return finalIfDone({
+    ...state,
+    running: state.running - 1,
+    completed: state.completed + (effect === "completed" ? 1 : 0),
+    failed: state.failed + (effect === "failed" ? 1 : 0),
+    cancelled: state.cancelled + (effect === "cancelled" ? 1 : 0),
+    costUsd: state.costUsd + (event.type === "row_completed" ? event.cost_usd : 0),
+    rows: HashMap.set(state.rows, event.row, { status: effect, attempt: event.attempt }),
+  })
+}
+
+/**
+ * Readers decide what an event does from the state at its place in the log, so that writers deciding
+ * from slightly different views still leave every reader with the same batch. Once final, only the
+ * batch's deletion changes it.
+ */
+export const evolve = (state: BatchState, event: BatchEvent): BatchState => {
+  if (isFinal(state.status) && event.type !== "batch_deleted" && event.type !== "batch_purged") return state
   switch (event.type) {
     case "batch_created":
-      return { ...state, exists: true, total: event.total }
+      return state.exists ? state : { ...state, exists: true, total: event.total }
     case "rows_added":
     case "row_bodies":
       return state
     case "batch_started":
       return state.status === "validating" ? { ...state, status: "in_progress" } : state
     case "row_started":
-      return {
-        ...state,
-        running: state.running + 1,
-        rows: HashMap.set(state.rows, event.row, { status: "running", attempt: event.attempt }),
-      }
     case "row_retrying":
-      return {
-        ...state,
-        running: state.running - 1,
-        rows: HashMap.set(state.rows, event.row, { status: "queued", attempt: event.attempt, error: event.error }),
-      }
     case "row_completed":
-      return { ...finishRow(state, event.row, event.attempt, "completed"), costUsd: state.costUsd + event.cost_usd }
     case "row_failed":
-      return finishRow(state, event.row, event.attempt, "failed")
     case "row_cancelled":
-      return finishRow(state, event.row, event.attempt, "cancelled")
+      return applyRow(state, event)
     case "batch_cancelling":
-      return {
-        ...state,
-        status: "cancelling",
-        closed: true,
-        cancelled: state.cancelled + event.cancelled_rows,
-        rows: settleIdle(state, "cancelled"),
-      }
-    case "batch_failed":
-      return {
-        ...state,
-        status: "failed",
-        closed: true,
-        failed: state.failed + event.failed_rows,
-        rows: settleIdle(state, "failed"),
-      }
-    case "batch_expired":
-      return {
-        ...state,
-        status: "expired",
-        closed: true,
-        failed: state.failed + event.expired_rows,
-        rows: settleIdle(state, "expired"),
-      }
+      return isClosed(state) ? state : close(state, "cancelled", undefined)
+    case "batch_failing":
+      return isClosed(state) ? state : close(state, "failed", event.error)
+    case "batch_expiring":
+      return isClosed(state) ? state : close(state, "expired", undefined)
     case "batch_cancelled":
-      return { ...state, status: "cancelled" }
+      return finalEvent(state, "cancelled")
+    // Alone, as when nothing ran (and in logs written before batch_failing existed), it closes the batch too.
+    case "batch_failed":
+      return finalEvent(isClosed(state) ? state : close(state, "failed", event.error), "failed")
+    case "batch_expired":
+      return finalEvent(isClosed(state) ? state : close(state, "expired", undefined), "expired")
     case "batch_completed":
-      return { ...state, status: "completed" }
+      return finalEvent(state, "completed")
     case "batch_deleted":
+    case "batch_purged":
       return { ...state, deleted: true }
   }
 }

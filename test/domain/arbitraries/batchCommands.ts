@@ -175,3 +175,41 @@ export const commandFor = (step: Step, state: BatchState, at: number): BatchComm
       return { type: step.type, at }
   }
 }
+
+const anyRow = (total: number) => fc.integer({ min: -1, max: total })
+const anyAttempt = fc.integer({ min: 1, max: MAX_ATTEMPTS + 1 })
+const anyError = fc.constantFrom(
+  { code: "rate_limited", message: "Too many requests", status: 429 },
+  { code: "invalid_request", message: "Bad request", status: 400 },
+)
+const failure = { code: "owner_unauthorized", message: "The key that created this batch was revoked" }
+
+/**
+ * Any event a writer could append for this batch, from whatever view it had: rows in range or not,
+ * stale or future attempts, closing and final events of every kind with any payload count.
+ */
+export const anyEvent = (total: number): fc.Arbitrary<BatchEvent> => {
+  const at = fc.integer({ min: createdAt, max: createdAt + 10_000_000 })
+  const ids = fc.record({ batch_id: fc.constant(batchId), row: anyRow(total), attempt: anyAttempt, at })
+  const count = fc.nat(total + 2)
+  return fc.oneof(
+    ids.map((e): BatchEvent => ({ type: "row_started", ...e })),
+    fc.record({ e: ids, error: anyError, retry_at: at }).map(({ e, error, retry_at }): BatchEvent => ({ type: "row_retrying", ...e, error, retry_at })),
+    fc.record({ e: ids, cost: fc.nat(5_000) }).map(({ e, cost }): BatchEvent => ({
+      type: "row_completed",
+      ...e,
+      response: { status_code: 200, request_id: "req_x", body: { object: "chat.completion" } },
+      cost_usd: cost / 1_000_000,
+    })),
+    fc.record({ e: ids, error: anyError }).map(({ e, error }): BatchEvent => ({ type: "row_failed", ...e, error })),
+    fc.record({ e: ids, error: fc.option(anyError, { nil: null }) }).map(({ e, error }): BatchEvent => ({ type: "row_cancelled", ...e, error })),
+    fc.record({ at, n: count }).map(({ at, n }): BatchEvent => ({ type: "batch_cancelling", batch_id: batchId, at, cancelled_rows: n })),
+    fc.record({ at, n: count }).map(({ at, n }): BatchEvent => ({ type: "batch_failing", batch_id: batchId, at, error: failure, failed_rows: n })),
+    fc.record({ at, n: count }).map(({ at, n }): BatchEvent => ({ type: "batch_expiring", batch_id: batchId, at, expired_rows: n })),
+    fc.record({ at, n: count }).map(({ at, n }): BatchEvent => ({ type: "batch_failed", batch_id: batchId, at, error: failure, failed_rows: n })),
+    fc.record({ at, n: count }).map(({ at, n }): BatchEvent => ({ type: "batch_expired", batch_id: batchId, at, expired_rows: n })),
+    at.map((at): BatchEvent => ({ type: "batch_cancelled", batch_id: batchId, at })),
+    at.map((at): BatchEvent => ({ type: "batch_completed", batch_id: batchId, at })),
+    at.map((at): BatchEvent => ({ type: "batch_started", batch_id: batchId, at })),
+  )
+}

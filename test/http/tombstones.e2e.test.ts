@@ -1,0 +1,164 @@
+import { Effect } from "effect"
+import { join } from "node:path"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { batchSubject } from "../../src/domain/batch/subjects.js"
+import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
+import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
+import { chatRow, client } from "../support/client.js"
+import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { type Sluice, startSluice, type TestClockControls } from "../support/sluice.js"
+import { storedEvents } from "../support/storedEvents.js"
+import { waitFor } from "../support/waitFor.js"
+
+/*
+ * The seed's 404 "was deleted": a deleted batch (by DELETE or by retention) leaves a tombstone in the
+ * log and the read model, so its owner is told it was deleted and when; a batch that never existed,
+ * or another account's, reads as plain not found. Through the public HTTP API, on both logs.
+ */
+
+const DAY = 86_400_000
+const MODEL = "glm-5.3-flash"
+
+const expectNotFound = (answer: { status: number; body: any }, message: string | RegExp, code: string) => {
+  expect(answer.status).toBe(404)
+  expect(Object.keys(answer.body.error)).toEqual(["message", "type", "param", "code"])
+  expect(answer.body.error).toMatchObject({ type: "invalid_request_error", param: null, code })
+  if (typeof message === "string") expect(answer.body.error.message).toBe(message)
+  else expect(answer.body.error.message).toMatch(message)
+}
+
+const everyEndpoint = (id: string) =>
+  [
+    ["GET", `/v1/batches/${id}`],
+    ["GET", `/v1/batches/${id}/results`],
+    ["GET", `/v1/batches/${id}/results.jsonl`],
+    ["GET", `/v1/batches/${id}/events`],
+    ["POST", `/v1/batches/${id}/cancel`],
+    ["DELETE", `/v1/batches/${id}`],
+  ] as const
+
+describe.each([
+  { name: "the embedded log", nats: false },
+  { name: "NATS JetStream", nats: true },
+] as const)("tombstones, on $name", ({ nats: onNats }) => {
+  let nats: NatsServer | undefined
+  let sim: Simulator
+  let sluice: (Sluice & TestClockControls) | undefined
+
+  beforeAll(async () => {
+    sim = await startSimulator({ models: [MODEL] })
+    if (onNats) nats = await startNatsServer()
+  })
+  afterEach(async () => {
+    await sluice?.stop()
+    sluice?.cleanup()
+    sluice = undefined
+  })
+  afterAll(async () => {
+    await sim?.close()
+    await nats?.stop()
+  })
+
+  const start = async (dataDir?: string, startMs?: number) =>
+    (sluice = await startSluice({
+      ...(nats === undefined ? {} : { natsUrl: nats.url }),
+      ...(dataDir === undefined ? {} : { dataDir }),
+      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 4 }],
+      testClock: startMs === undefined ? {} : { startMs },
+    }))
+
+  const finishedBatch = async (api: ReturnType<typeof client>) => {
+    const created = await api.call("POST", "/v1/batches", { requests: [chatRow("q-1", "a prompt the tombstone must not keep")] })
+    expect(created.status, created.text).toBe(200)
+    return api.waitFinal(created.body.id)
+  }
+
+  it("a deleted batch answers its owner 404 saying it was deleted and when, on every endpoint; a stranger and a batch that never existed get the plain not-found", async () => {
+    await start()
+    const api = client(sluice!.url)
+    const batch = await finishedBatch(api)
+    const deletedAt = await sluice!.now()
+    expect((await api.call("DELETE", `/v1/batches/${batch.id}`)).status).toBe(200)
+
+    const when = new Date(Math.floor(deletedAt / 1000) * 1000).toISOString().replace(".000Z", "Z")
+    const deleted = new RegExp(`^Batch '${batch.id}' was deleted at ${when} \\(Unix ${Math.floor(deletedAt / 1000)}\\); its requests and results are gone$`)
+    for (const [method, path] of everyEndpoint(batch.id)) expectNotFound(await api.call(method, path), deleted, "batch_deleted")
+    expect((await api.call("GET", "/v1/batches")).body.data).toEqual([])
+
+    const account = `acct-${Math.random().toString(36).slice(2, 10)}`
+    await api.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal" })
+    const stranger = client(sluice!.url, (await api.admin("POST", `/admin/v1/accounts/${account}/keys`, {})).body.key)
+    for (const [method, path] of everyEndpoint(batch.id)) {
+      expectNotFound(await stranger.call(method, path), `No batch found with id '${batch.id}'`, "batch_not_found")
+    }
+    for (const [method, path] of everyEndpoint("batch_never_was")) {
+      expectNotFound(await api.call(method, path), "No batch found with id 'batch_never_was'", "batch_not_found")
+    }
+
+    // The tombstone is all the log keeps of the batch, and survives a restart.
+    const log = await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)
+    expect(log.map((e) => e.subject)).toEqual([batchSubject(batch.id, "batch_purged")])
+    const at = await sluice!.now()
+    await sluice!.stop()
+    await start(sluice!.dataDir, at)
+    expectNotFound(await client(sluice!.url).call("GET", `/v1/batches/${batch.id}`), deleted, "batch_deleted")
+  })
+
+  it("a batch deleted by retention says so", async () => {
+    await start()
+    const api = client(sluice!.url)
+    const batch = await finishedBatch(api)
+    await sluice!.adjust(7 * DAY + 60_000)
+    await waitFor("retention to delete the batch", async () => (await api.call("GET", `/v1/batches/${batch.id}`)).status === 404)
+    const answer = await api.call("GET", `/v1/batches/${batch.id}`)
+    expectNotFound(answer, new RegExp(`^Batch '${batch.id}' was deleted at .* \\(Unix \\d+\\), when its retention period ended; its requests and results are gone$`), "batch_deleted")
+    const log = await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)
+    expect(log.map((e) => e.type)).toEqual(["batch_purged"])
+  })
+})
+
+// The embedded log's file can be written as a crashed process would have left it; the resumption itself
+// does not depend on the log.
+describe("an interrupted deletion", () => {
+  let sim: Simulator
+  let sluice: (Sluice & TestClockControls) | undefined
+  beforeAll(async () => {
+    sim = await startSimulator({ models: [MODEL] })
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    sluice?.cleanup()
+    await sim?.close()
+  })
+  const start = async (dataDir?: string, startMs?: number) =>
+    (sluice = await startSluice({
+      ...(dataDir === undefined ? {} : { dataDir }),
+      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 4 }],
+      testClock: startMs === undefined ? {} : { startMs },
+    }))
+
+  it("on the embedded log, a deletion a crash interrupted before the purge is finished at the next start: history purged, tombstone written", async () => {
+    await start()
+    const api = client(sluice!.url)
+    const created = await api.call("POST", "/v1/batches", { requests: [chatRow("q-1", "x")] })
+    const batch = await api.waitFinal(created.body.id)
+    const at = await sluice!.now()
+    const dataDir = sluice!.dataDir
+    await sluice!.stop("SIGKILL")
+    // What a process killed right after appending the deletion leaves: batch_deleted, nothing purged.
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const raw = yield* SqliteEventLog.makeRaw({ path: join(dataDir, "log.sqlite") })
+          const event = { type: "batch_deleted", batch_id: batch.id, at, reason: "deleted" }
+          yield* raw.append([{ subject: batchSubject(batch.id, "batch_deleted"), data: new TextEncoder().encode(JSON.stringify(event)) }])
+        }),
+      ),
+    )
+    expect((await storedEvents({ dataDir }, batch.id)).map((e) => e.type)).toContain("batch_created")
+    await start(dataDir, at)
+    await waitFor("the deletion to be finished", async () => (await storedEvents({ dataDir }, batch.id)).length === 1)
+    expect((await storedEvents({ dataDir }, batch.id)).map((e) => e.type)).toEqual(["batch_purged"])
+    expectNotFound(await client(sluice!.url).call("GET", `/v1/batches/${batch.id}`), /was deleted at/, "batch_deleted")
+  })
+})

@@ -1,0 +1,119 @@
+import { Context, Effect, Exit, HashMap, Layer, Scope } from "effect"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import { decide } from "../src/domain/batch/decide.js"
+import type { BatchEvent } from "../src/domain/batch/events.js"
+import { type BatchState, evolve, initialState } from "../src/domain/batch/state.js"
+import { batchSubject } from "../src/domain/batch/subjects.js"
+import type { LogMessage } from "../src/eventlog/EventLog.js"
+import { makeApplier } from "../src/projections/Projector.js"
+import { ReadModel } from "../src/projections/ReadModel.js"
+import { anyEvent, batchCreated, batchId, commandFor, createdAt, scenario } from "./domain/arbitraries/batchCommands.js"
+
+/*
+ * Every reader of the log must make the same batch of it: the decider's state (evolve) and the SQL
+ * projections the API reads, whoever wrote the events and from whatever view. Random logs (the
+ * decider's own, with stale, repeated and foreign-view events slipped in) are applied to a real
+ * SQLite read model in windows of random sizes, and compared with evolve after every window.
+ */
+
+const encoder = new TextEncoder()
+
+const withReadModel = <A>(use: (db: ReadModel["Type"]) => A): A => {
+  const scope = Effect.runSync(Scope.make())
+  try {
+    const db = Context.get(Effect.runSync(Layer.buildWithScope(ReadModel.layer(":memory:"), scope)), ReadModel)
+    return use(db)
+  } finally {
+    Effect.runSync(Scope.close(scope, Exit.void))
+  }
+}
+
+/** The log the decider writes for a scenario, with extra events slipped in where the picks say. */
+const messyLog = (total: number, steps: Parameters<typeof commandFor>[0][], extra: ReadonlyArray<readonly [number, BatchEvent]>) => {
+  const created = batchCreated(total)
+  let state = evolve(initialState(batchId), created)
+  let at = createdAt
+  const log: Array<BatchEvent> = []
+  for (const step of steps) {
+    at += step.dt
+    const decision = decide(commandFor(step, state, at), state)
+    if (decision._tag === "Right") {
+      log.push(...decision.right)
+      state = decision.right.reduce(evolve, state)
+    }
+  }
+  for (const [pick, event] of extra) log.splice(pick % (log.length + 1), 0, event)
+  const rows = Array.from({ length: total }, (_, i) => ({ custom_id: `r${i}`, model: "glm-5.3-flash", body: {} }))
+  return [{ type: "rows_added", batch_id: batchId, first: 0, rows } as BatchEvent, created, ...log]
+}
+
+const resultStatus = (state: BatchState, row: number): string => {
+  const phase = HashMap.get(state.rows, row)
+  if (phase._tag === "Some") return phase.value.status
+  if (state.closedAs === undefined) return "queued"
+  return state.closedAs
+}
+
+describe("readers agree", () => {
+  it("the projections and the decider's state make the same batch of any log: status, counts, cost, how it closed, and every row's status and attempt", () => {
+    const arb = scenario.chain((s) =>
+      fc.tuple(
+        fc.constant(s),
+        fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 30 }),
+        fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
+      ),
+    )
+    fc.assert(
+      fc.property(arb, ([s, extra, windows]) =>
+        withReadModel((db) => {
+          const apply = makeApplier(db)
+          const events = messyLog(s.total, [...s.steps], extra)
+          const messages: Array<LogMessage> = events.map((event, i) => ({
+            seq: i + 1,
+            subject: batchSubject(batchId, event.type),
+            data: encoder.encode(JSON.stringify(event)),
+            time: createdAt,
+          }))
+          let state = initialState(batchId)
+          let next = 0
+          for (let w = 0; next < messages.length; w++) {
+            const size = windows[w % windows.length]!
+            const window = messages.slice(next, next + size)
+            expect(apply(window)).toEqual([])
+            for (const event of events.slice(next, next + size)) state = evolve(state, event)
+            next += size
+            const batch = db
+              .prepare(`SELECT status, total, completed, failed, cancelled, running, cost_usd, closing, final_written FROM batches WHERE id = ?`)
+              .get(batchId) as Record<string, unknown> | undefined
+            if (!state.exists || state.deleted) {
+              expect(batch).toBeUndefined()
+              continue
+            }
+            if (batch === undefined) return expect.fail("the batch is missing from the read model")
+            expect({ ...batch, cost_usd: Math.round((batch.cost_usd as number) * 1e6) }).toEqual({
+              status: state.status,
+              total: state.total,
+              completed: state.completed,
+              failed: state.failed,
+              cancelled: state.cancelled,
+              running: state.running,
+              cost_usd: Math.round(state.costUsd * 1e6),
+              closing: state.closedAs ?? null,
+              final_written: state.finalWritten ?? null,
+            })
+            const rows = db.prepare(`SELECT idx, status, attempts FROM results WHERE batch_id = ? ORDER BY idx`).all(batchId) as Array<{
+              idx: number
+              status: string
+              attempts: number
+            }>
+            expect(rows.map((r) => [r.idx, r.status, r.attempts])).toEqual(
+              rows.map((r) => [r.idx, resultStatus(state, r.idx), HashMap.get(state.rows, r.idx).pipe((p) => (p._tag === "Some" ? p.value.attempt : 0))]),
+            )
+          }
+        }),
+      ),
+      { numRuns: 150 },
+    )
+  })
+})
