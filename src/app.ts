@@ -11,6 +11,7 @@ import * as Timers from "./actors/Timers.js"
 import { catalogLayer } from "./config/catalogLayer.js"
 import type { SluiceConfig } from "./config/Config.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
+import * as LogHealth from "./eventlog/LogHealth.js"
 import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
 import { serverLayer } from "./http/server.js"
 import { HttpSettings } from "./http/settings.js"
@@ -43,7 +44,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     options.clock === undefined ? layer : Layer.locallyEffect(layer, Effect.withClock(options.clock))
   const core = Projector.Live.pipe(
     Layer.provideMerge(ReadModel.layer(readModelPath(config))),
-    Layer.provideMerge(eventLogLayer(config)),
+    Layer.provideMerge(LogHealth.watched(eventLogLayer(config))),
   )
   const batchWriter = BatchLifecycle.announcing.pipe(
     Layer.provide(onActorClock(BatchWriter.Live)),

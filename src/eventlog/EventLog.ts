@@ -73,6 +73,8 @@ export interface EventLogShape {
    */
   readonly readMessage: (subject: string, firstSeq: number, seq: number) => Effect.Effect<LogMessage | undefined, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
+  /** Fails unless the log would take an append now; stores nothing. */
+  readonly probe: Effect.Effect<void, LogUnavailable>
   /** Removes every message whose subject matches `filter`; answers how many stored messages went. */
   readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>
 }

@@ -250,6 +250,8 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
           catch: unavailable("read failed"),
         }),
       lastSeq: Effect.map(streamInfo, (si) => si.state.last_seq),
+      // A JetStream API request: fails while the server is away, hung or has JetStream off.
+      probe: Effect.asVoid(streamInfo),
       purge: (filter) =>
         Effect.tryPromise({
           try: () => jsm.streams.purge(stream, { filter }).then((r) => r.purged),

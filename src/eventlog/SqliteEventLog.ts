@@ -15,6 +15,7 @@ const PAGE_ROWS = 2_000
 const PAGE_BYTES = 8 * 1024 * 1024
 const POLL_MS = 250
 const CHECKPOINT_EVERY_MS = 1_000
+const BUSY_TIMEOUT_MS = 5_000
 /** Messages in one part smaller than this keep their data whatever a reader skips: copying costs less than testing. */
 const OMIT_FROM_BYTES = 4096
 
@@ -42,7 +43,7 @@ const open = (path: string) => {
     // Checkpoints run off the append path (see `checkpointSoon`): an automatic one would copy a large
     // append into the database file, and sync it, before the appender hears back.
     db.pragma("wal_autocheckpoint = 0")
-    db.pragma("busy_timeout = 5000")
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
     // better-sqlite3's build caches 16 MB of pages per connection, filled as the log grows past it; the
     // appends touch its tail and a read its range, and the OS caches the file anyway.
     db.pragma("cache_size = -4000")
@@ -270,6 +271,20 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       range: (subject, fromSeq, toSeq) =>
         Effect.try({ try: () => sql.range.all(subject, fromSeq, toSeq).map(toMessage), catch: unavailable("read failed") }),
       lastSeq: Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),
+      // Takes the write lock and lets it go at once, without waiting: another process holding it (a
+      // backup, a stuck sqlite3 shell) or a full or read-only disk makes the log unavailable to appends.
+      probe: Effect.try({
+        try: () => {
+          db.pragma("busy_timeout = 0")
+          try {
+            db.exec("BEGIN IMMEDIATE")
+            db.exec("ROLLBACK")
+          } finally {
+            db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+          }
+        },
+        catch: unavailable("the event log cannot take appends"),
+      }),
       purge: (filter) =>
         Effect.try({
           try: () => {

@@ -4,9 +4,11 @@ import { Accounts, type Account } from "../actors/Accounts.js"
 import { CreateAccountPayload, CreateKeyPayload, SluiceApi, UpdateAccountPayload } from "./api.js"
 import { authenticateAdmin } from "./auth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, conflict, notFound, unavailable } from "./errors.js"
+import type { LogUnavailable } from "../eventlog/EventLog.js"
+import { badRequest, conflict, logUnavailable, notFound } from "./errors.js"
 import { respondJson } from "./respond.js"
 import { HttpSettings } from "./settings.js"
+import { LogHealth } from "../eventlog/LogHealth.js"
 
 const ADMIN_BODY_BYTES = 1024 * 1024
 
@@ -23,8 +25,16 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
   Effect.gen(function* () {
     const accounts = yield* Accounts
     const settings = yield* HttpSettings
-    const admin = authenticateAdmin(settings.adminToken)
-    const logDown = () => unavailable("The event log cannot be reached")
+    const health = yield* LogHealth
+    const logDown = (e: LogUnavailable) => logUnavailable("The event log cannot be reached", e.message)
+    // Every admin call writes to the log: while it is known to be away, say so at once.
+    const admin = Effect.zipRight(
+      authenticateAdmin(settings.adminToken),
+      Effect.suspend(() => {
+        const why = health.unavailable()
+        return why === undefined ? Effect.void : Effect.fail(logUnavailable("The event log cannot be reached", why))
+      }),
+    )
     return handlers
       .handleRaw("createAccount", () =>
         respondJson(Effect.gen(function* () {
@@ -33,7 +43,7 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
           const account = yield* accounts.create(id, rest).pipe(
             Effect.catchTags({
               AccountConflict: (e) => Effect.fail(conflict(e.message)),
-              LogUnavailable: () => Effect.fail(logDown()),
+              LogUnavailable: (e) => Effect.fail(logDown(e)),
             }),
           )
           return view(account)
@@ -46,7 +56,7 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
           const account = yield* accounts.update(path.id, patch).pipe(
             Effect.catchTags({
               AccountNotFound: (e) => Effect.fail(notFound(e.message)),
-              LogUnavailable: () => Effect.fail(logDown()),
+              LogUnavailable: (e) => Effect.fail(logDown(e)),
             }),
           )
           return view(account)
@@ -59,7 +69,7 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
           const created = yield* accounts.createKey(path.id, expires_at ?? null).pipe(
             Effect.catchTags({
               AccountNotFound: (e) => Effect.fail(notFound(e.message)),
-              LogUnavailable: () => Effect.fail(logDown()),
+              LogUnavailable: (e) => Effect.fail(logDown(e)),
             }),
           )
           return { ...created, expires_at: expires_at ?? null }
@@ -71,7 +81,7 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
           return yield* accounts.revokeKey(path.id).pipe(
             Effect.catchTags({
               AccountNotFound: (e) => Effect.fail(notFound(e.message)),
-              LogUnavailable: () => Effect.fail(logDown()),
+              LogUnavailable: (e) => Effect.fail(logDown(e)),
             }),
           )
         })),

@@ -7,7 +7,7 @@ import { quotaUsedUp, quotaUsedUpMessage } from "../domain/account/ownerVerdict.
 import { nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { usedUsd } from "../projections/usageReads.js"
-import { forbidden, quotaExhausted, unauthorized } from "./errors.js"
+import { RetryLater, forbidden, quotaExhausted, unauthorized } from "./errors.js"
 
 const bearer = /^Bearer\s+(.+)$/i
 
@@ -26,7 +26,10 @@ const withinDailyQuota = (account: Account) =>
     // The actors' clock, which the quota's day and the batches' pause follow too.
     const now = yield* Effect.flatMap(BatchWriter, (writer) => writer.now)
     const used = usedUsd(yield* ReadModel, account.id, utcDay(now))
-    if (quotaUsedUp(quota, used)) return yield* Effect.fail(quotaExhausted(quotaUsedUpMessage(quota, used, nextUtcMidnight(now))))
+    if (quotaUsedUp(quota, used)) {
+      const renews = nextUtcMidnight(now)
+      return yield* Effect.fail(new RetryLater(quotaExhausted(quotaUsedUpMessage(quota, used, renews)), (renews - now) / 1000))
+    }
   })
 
 /** The caller's key, from `Authorization: Bearer` or `X-API-Key`, while its account has quota left. */

@@ -4,7 +4,8 @@ import { BatchWriter } from "../actors/BatchWriter.js"
 import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
 import { validateCreateBatch } from "../domain/batch/validateCreate.js"
-import { EventLog } from "../eventlog/EventLog.js"
+import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
+import { LogHealth } from "../eventlog/LogHealth.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -13,7 +14,7 @@ import { tombstoneReads } from "../projections/tombstoneReads.js"
 import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, batchDeleted, batchNotFound, conflict, unavailable } from "./errors.js"
+import { badRequest, batchDeleted, batchInferenceUnavailable, batchNotFound, conflict } from "./errors.js"
 import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { parseAfter, parseLimit } from "./pageParams.js"
@@ -37,7 +38,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const log = yield* EventLog
     const eventSources = { log, projector, batches, results, closing: yield* EventStreamsClosing }
     const answerError = (error: ApiError) => respondJson(Effect.fail(error))
-    const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
+    const health = yield* LogHealth
+    const logDown = (e: LogUnavailable) => batchInferenceUnavailable(e.message)
+    /** While the log is known to be away, every batch endpoint says so, reads included: what they show may be stale. */
+    const reachable = Effect.suspend(() => {
+      const why = health.unavailable()
+      return why === undefined ? Effect.void : Effect.fail(batchInferenceUnavailable(why))
+    })
 
     /** The caller's batch; its owner is told when it was deleted, anyone else that no such batch exists. */
     const gone = (accountId: string, batchId: string) => {
@@ -50,7 +57,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     }
     const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
 
-    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches)
+    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, writer.now)
 
     // The parsed body and its rows are handed over once, to the writer, and not kept while the
     // projections apply them: a 32 MiB batch is well over 100 MB of objects.
@@ -79,6 +86,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("create", () =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* reachable
           yield* limit.hasRoom(caller.account.id)
           const valid = yield* validBatch(caller.account.models)
           const batchId = yield* limit.holdingPlace(
@@ -105,12 +113,14 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("retrieve", ({ path }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           return toBatchObject(yield* owned(caller.account.id, path.batch_id))
         })),
       )
       .handleRaw("list", ({ urlParams }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           const limit = yield* parseLimit(urlParams.limit, 100, 20)
           const after = yield* parseAfter(urlParams.after)
           let afterSeq: number | undefined
@@ -134,6 +144,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("results", ({ path, urlParams }) =>
         respondJsonText(Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           yield* owned(caller.account.id, path.batch_id)
           const limit = yield* parseLimit(urlParams.limit, 1000, 100)
           const after = yield* parseAfter(urlParams.after)
@@ -151,6 +162,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("resultsJsonl", ({ path }) =>
         Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           yield* owned(caller.account.id, path.batch_id)
           return resultsJsonlResponse(results, path.batch_id)
         }).pipe(Effect.catchAll(answerError)),
@@ -158,6 +170,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("events", ({ path, urlParams }) =>
         Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           yield* owned(caller.account.id, path.batch_id)
           const after = yield* requestedCursor(urlParams.last_event_id)
           yield* log.lastSeq.pipe(Effect.mapError(logDown))
@@ -167,12 +180,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("cancel", ({ path }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           yield* owned(caller.account.id, path.batch_id)
           const written = yield* writer.execute(path.batch_id, { type: "Cancel", at: yield* writer.now }).pipe(
             Effect.catchTags({
               BatchNotFound: () => Effect.fail(gone(caller.account.id, path.batch_id)),
               RowsStillRunning: () => Effect.fail(gone(caller.account.id, path.batch_id)),
-              LogUnavailable: () => Effect.fail(logDown()),
+              LogUnavailable: (e) => Effect.fail(logDown(e)),
             }),
           )
           yield* projector.awaitSeq(written.seq)
@@ -183,6 +197,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("delete", ({ path }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
+          yield* reachable
           yield* owned(caller.account.id, path.batch_id)
           yield* deleteBatch(path.batch_id).pipe(
             Effect.catchTags({
@@ -193,7 +208,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
                     `Batch '${path.batch_id}' has ${e.running} request(s) still running; cancel it and wait for them to finish before deleting it`,
                   ),
                 ),
-              LogUnavailable: () => Effect.fail(logDown()),
+              LogUnavailable: (e) => Effect.fail(logDown(e)),
             }),
           )
           return { id: path.batch_id, object: "batch.deleted" as const, deleted: true as const }

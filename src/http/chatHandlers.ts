@@ -12,7 +12,8 @@ import { SseRelay } from "../domain/chat/SseRelay.js"
 import { SluiceApi } from "./api.js"
 import { authenticate } from "./auth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, notFound, tooManyRequests } from "./errors.js"
+import { LogHealth } from "../eventlog/LogHealth.js"
+import { RetryLater, badRequest, logUnavailable, notFound, tooManyRequests } from "./errors.js"
 import { type ApiError, respondJson } from "./respond.js"
 
 const answerError = (error: ApiError) => respondJson(Effect.fail(error))
@@ -23,10 +24,14 @@ const upstreamError = (failed: UpstreamFailed) =>
     { status: failed.timedOut ? 504 : 502 },
   )
 
+// A slot frees when one of the account's requests ends, which nothing here can tell in advance.
 const noFreeSlot = () =>
-  tooManyRequests(
-    "Every concurrent-request slot of this account is in use (its running batch requests hold some); retry when one frees",
-    "concurrency_limit_exceeded",
+  new RetryLater(
+    tooManyRequests(
+      "Every concurrent-request slot of this account is in use (its running batch requests hold some); retry when one frees",
+      "concurrency_limit_exceeded",
+    ),
+    1,
   )
 
 /** The SSE event a client sees when the upstream breaks off mid-stream, in place of the rest of the answer. */
@@ -35,9 +40,11 @@ const streamError = (failed: UpstreamFailed) =>
     `data: ${JSON.stringify({ error: { message: failed.message, type: "server_error", param: null, code: failed.timedOut ? "timeout" : "upstream_error" } })}\n\n`,
   )
 
+/** The upstream's Retry-After; a 429 without one gets the shortest wait, as every 429 here carries one. */
 const passedHeaders = (answer: UpstreamAnswer) => {
   const retryAfter = answer.headers["retry-after"]
-  return retryAfter === undefined ? {} : { "retry-after": retryAfter }
+  if (retryAfter !== undefined) return { "retry-after": retryAfter }
+  return answer.status === 429 ? { "retry-after": "1" } : {}
 }
 
 const usageOf = (bytes: Buffer): unknown => {
@@ -54,6 +61,12 @@ export const ChatLive = HttpApiBuilder.group(SluiceApi, "chat", (handlers) =>
     const load = yield* ModelLoad
     const interactive = yield* InteractiveLoad
     const accounting = yield* InteractiveAccounting
+    const health = yield* LogHealth
+    // An answer's cost counts toward the account's daily quota, which only the log can record.
+    const reachable = Effect.suspend(() => {
+      const why = health.unavailable()
+      return why === undefined ? Effect.void : Effect.fail(logUnavailable("The event log cannot be reached, so the answer's cost could not be counted", why))
+    })
 
     // An answer the upstream has finished costs the same whether or not its client stays for the end of it.
     const record = (caller: Caller, model: ModelEntry, usage: unknown) =>
@@ -115,6 +128,7 @@ export const ChatLive = HttpApiBuilder.group(SluiceApi, "chat", (handlers) =>
     return handlers.handleRaw("completions", () =>
       Effect.gen(function* () {
         const caller = yield* authenticate
+        yield* reachable
         const input = yield* readJsonBody()
         const allowed = caller.account.models
         const valid = validateChatRequest(input, (model) => catalog.has(model) && (allowed === null || allowed.includes(model)))

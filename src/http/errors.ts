@@ -38,6 +38,33 @@ export const quotaExhausted = (message: string) =>
   new TooManyRequests(detail(message, "insufficient_quota", null, "insufficient_quota"))
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
 
+/** An error answered with `Retry-After`: the seconds after which the call may pass (never less than 1). */
+export class RetryLater {
+  readonly seconds: number
+  constructor(
+    readonly error: BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable,
+    seconds: number,
+  ) {
+    this.seconds = Math.max(1, Math.ceil(seconds))
+  }
+}
+
+/** How soon a client should try again while the event log is unavailable: it comes back on its own, or not. */
+export const LOG_RETRY_AFTER_SECONDS = 5
+
+/**
+ * The seed's answer for the batch endpoints while the event log cannot be reached: 404, "batch
+ * inference is unavailable at the moment", and why.
+ */
+export const batchInferenceUnavailable = (why: string) =>
+  new RetryLater(
+    notFound(`Batch inference is unavailable at the moment: the event log cannot be reached (${why})`, "batch_inference_unavailable"),
+    LOG_RETRY_AFTER_SECONDS,
+  )
+
+/** The other endpoints' answer while the event log cannot be reached. */
+export const logUnavailable = (message: string, why: string) => new RetryLater(unavailable(`${message} (${why})`), LOG_RETRY_AFTER_SECONDS)
+
 export const batchNotFound = (batchId: string) => notFound(`No batch found with id '${batchId}'`, "batch_not_found")
 
 /** The seed's 404 for a batch that "was deleted": the message says so, and when. */

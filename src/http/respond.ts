@@ -1,10 +1,21 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  NotFound,
+  PayloadTooLarge,
+  RetryLater,
+  TooManyRequests,
+  Unauthorized,
+  Unavailable,
+} from "./errors.js"
 
-export type ApiError = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
+type Answered = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
+export type ApiError = Answered | RetryLater
 
-const statusOf = (error: ApiError): number => {
+const statusOf = (error: Answered): number => {
   if (error instanceof BadRequest) return 400
   if (error instanceof Unauthorized) return 401
   if (error instanceof Forbidden) return 403
@@ -15,8 +26,13 @@ const statusOf = (error: ApiError): number => {
   return 503
 }
 
-const errorResponse = (error: ApiError) =>
-  HttpServerResponse.unsafeJson({ error: error.error }, { status: statusOf(error) })
+export const errorResponse = (error: ApiError) =>
+  error instanceof RetryLater
+    ? HttpServerResponse.unsafeJson(
+        { error: error.error.error },
+        { status: statusOf(error.error), headers: { "retry-after": String(error.seconds) } },
+      )
+    : HttpServerResponse.unsafeJson({ error: error.error }, { status: statusOf(error) })
 
 /*
  * HttpApi picks an error's schema by shape, and every error here has the same envelope shape, so

@@ -8,6 +8,7 @@ import { SluiceApi } from "./api.js"
 import { BatchesLive } from "./batchesHandlers.js"
 import { ChatLive } from "./chatHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
+import { allowedMethods } from "./methods.js"
 
 const envelope = (status: number, message: string, type: string, code: string) =>
   HttpServerResponse.unsafeJson({ error: { message, type, param: null, code } }, { status })
@@ -18,16 +19,28 @@ const emptyErrors: Record<number, readonly [string, string, string]> = {
   500: ["The server failed to answer this request", "server_error", "internal_error"],
 }
 
+/** A known path asked with a method it does not take: 405 with the methods it does, not 404. */
+const methodNotAllowed = (method: string, url: string) => {
+  const allowed = allowedMethods(new URL(url, "http://localhost").pathname)
+  if (allowed === undefined || allowed.includes(method)) return undefined
+  return envelope(405, `Method ${method} is not allowed here; this path takes ${allowed.join(", ")}`, "invalid_request_error", "method_not_allowed").pipe(
+    HttpServerResponse.setHeader("allow", allowed.join(", ")),
+  )
+}
+
 /**
  * Responses the platform makes itself (no route, a defect) have empty bodies; they get the OpenAI
  * envelope too. The platform sends a response before outer middleware sees it, hence a pre-response hook.
  */
 const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
-  HttpApp.withPreResponseHandler(app, (_request, response) => {
+  HttpApp.withPreResponseHandler(app, (request, response) => {
     const known = emptyErrors[response.status]
-    return Effect.succeed(
-      known !== undefined && response.body._tag === "Empty" ? envelope(response.status, ...known) : response,
-    )
+    if (known === undefined || response.body._tag !== "Empty") return Effect.succeed(response)
+    if (response.status === 404) {
+      const wrongMethod = methodNotAllowed(request.method, request.url)
+      if (wrongMethod !== undefined) return Effect.succeed(wrongMethod)
+    }
+    return Effect.succeed(envelope(response.status, ...known))
   })
 
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(

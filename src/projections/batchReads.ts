@@ -79,6 +79,9 @@ export const batchReads = (db: Database.Database) => {
     unfinishedOf: db.prepare(
       `SELECT count(*) AS n FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
     ),
+    unfinishedRowsOf: db.prepare(
+      `SELECT * FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
+    ),
     deadlines: db.prepare(`SELECT ${deadlineColumns} FROM batches`),
     deadlinesOf: db.prepare(`SELECT ${deadlineColumns} FROM batches WHERE id = ?`),
   }
@@ -97,6 +100,7 @@ export const batchReads = (db: Database.Database) => {
         : s.nextPage.all(accountId, afterSeq, limit + 1)) as Array<BatchRow>,
     unfinished: () => s.unfinished.all() as Array<BatchRow>,
     unfinishedCount: (accountId: string) => (s.unfinishedOf.get(accountId) as { n: number }).n,
+    unfinishedOf: (accountId: string) => s.unfinishedRowsOf.all(accountId) as Array<BatchRow>,
     deadlines: () => s.deadlines.all() as Array<BatchDeadlines>,
     deadlinesOf: (id: string) => s.deadlinesOf.get(id) as BatchDeadlines | undefined,
   }

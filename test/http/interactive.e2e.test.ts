@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { nextUtcMidnight } from "../../src/domain/account/utcDay.js"
 import { heldCalls } from "../../src/domain/scheduling/batchSlots.js"
 import { simDirective } from "../../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
@@ -230,6 +231,7 @@ describe("POST /v1/chat/completions proxies to the model's upstream", () => {
     await waitFor("the first request is at the simulator", () => sim.stats().hung > hungBefore)
     const refused = await chat(sluice.url, ask("second"), { key })
     expect(refused.status).toBe(429)
+    expect(refused.headers.get("retry-after")).toBe("1")
     expect((await json(refused)).error).toMatchObject({ type: "rate_limit_error", code: "concurrency_limit_exceeded" })
     controller.abort()
     await waitFor("the slot is free again", async () => (await chat(sluice.url, ask("third"), { key })).status === 200)
@@ -242,6 +244,9 @@ describe("POST /v1/chat/completions proxies to the model's upstream", () => {
     await first.text()
     const next = await chat(sluice.url, ask("And now?", {}, "priced"), { key })
     expect(next.status).toBe(429)
+    // The seconds until the quota renews at 00:00 UTC, on the actors' clock.
+    const now = await sluice.now()
+    expect(Number(next.headers.get("retry-after"))).toBe(Math.ceil((nextUtcMidnight(now) - now) / 1000))
     expect((await json(next)).error.code).toBe("insufficient_quota")
   })
 

@@ -265,8 +265,8 @@ describe("following, cancelling and deleting a batch", () => {
     expect(await client.delete(created.id)).toEqual({ id: created.id, object: "batch.deleted", deleted: true })
     const gone = await rejection(client.getBatch(created.id))
     expect(gone).toBeInstanceOf(SluiceApiError)
-    expect(gone).toMatchObject({ status: 404, type: "invalid_request_error", code: "batch_not_found", param: null })
-    expect(gone.message).toContain(`No batch found with id '${created.id}'`)
+    expect(gone).toMatchObject({ status: 404, type: "invalid_request_error", code: "batch_deleted", param: null })
+    expect(gone.message).toContain(`Batch '${created.id}' was deleted at `)
   })
 
   it("SluiceApiError carries the OpenAI envelope's fields of a 400", async () => {

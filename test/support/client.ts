@@ -4,6 +4,7 @@ export interface Answer<T = any> {
   readonly status: number
   readonly body: T
   readonly text: string
+  readonly headers: Headers
 }
 
 /** A small HTTP client for the tests: every call goes over loopback to the real server. */
@@ -26,7 +27,7 @@ export const client = (baseUrl: string, key: string = BOOTSTRAP_KEY) => {
     } catch {
       parsed = undefined
     }
-    return { status: response.status, body: parsed as T, text }
+    return { status: response.status, body: parsed as T, text, headers: response.headers }
   }
   const admin = (method: string, path: string, body?: unknown) =>
     call(method, path, body, { authorization: `Bearer ${ADMIN_TOKEN}` })

@@ -13,6 +13,10 @@ export interface NatsServer {
   stop(): Promise<void>
   /** Stops and starts the server again on the same port and store (for reconnect tests). */
   restart(): Promise<void>
+  /** Stops the server, keeping its port and store for `start`. */
+  halt(): Promise<void>
+  /** Starts a halted server again on the same port and store. */
+  start(): Promise<void>
   /**
    * Suspends (SIGSTOP) or resumes (SIGCONT) the server: a hung server, whose connections stay open and
    * answer nothing. Suspending resolves once every thread of the process has stopped.
@@ -115,6 +119,10 @@ export const startNatsServer = async (): Promise<NatsServer> => {
     },
     restart: async () => {
       await stopProcess(child)
+      child = await launch(binary, port, storeDir)
+    },
+    halt: () => stopProcess(child),
+    start: async () => {
       child = await launch(binary, port, storeDir)
     },
     freeze: async (frozen) => {
