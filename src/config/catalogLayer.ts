@@ -1,21 +1,33 @@
-import { Effect, Layer, Option, ParseResult } from "effect"
+import { Data, Effect, Layer, Option, ParseResult, type Scope } from "effect"
 import { readFileSync } from "node:fs"
 import { ModelCatalog } from "../actors/Dispatcher.js"
 import { startSimulator } from "../sim/Simulator.js"
-import { builtInModels, catalogFrom, decodeCatalogFile } from "./Catalog.js"
+import { builtInModels, type Catalog, catalogFrom, decodeCatalogFile } from "./Catalog.js"
 
-class CatalogInvalid extends Error {}
+/** The catalog file cannot be used; `problem` says why in one line. */
+export class CatalogInvalid extends Data.TaggedError("CatalogInvalid")<{ readonly path: string; readonly problem: string }> {
+  override get message() {
+    return `The model catalog ${this.path} ${this.problem}`
+  }
+}
 
 const fromFile = (path: string) =>
   Effect.try({
-    try: () => JSON.parse(readFileSync(path, "utf8")) as unknown,
-    catch: (e) => new CatalogInvalid(`The model catalog ${path} could not be read: ${String(e)}`),
+    try: () => readFileSync(path, "utf8"),
+    catch: (e) => new CatalogInvalid({ path, problem: `could not be read (${e instanceof Error ? e.message : String(e)})` }),
   }).pipe(
+    Effect.flatMap((text) =>
+      Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: (e) => new CatalogInvalid({ path, problem: `is not valid JSON (${e instanceof Error ? e.message : String(e)})` }),
+      }),
+    ),
     Effect.flatMap((json) =>
       decodeCatalogFile(json).pipe(
-        Effect.mapError(
-          (e) => new CatalogInvalid(`The model catalog ${path} is invalid:\n${ParseResult.TreeFormatter.formatErrorSync(e)}`),
-        ),
+        Effect.mapError((e) => {
+          const issues = ParseResult.ArrayFormatter.formatErrorSync(e).map((i) => `${i.path.join(".") || "(the file)"}: ${i.message}`)
+          return new CatalogInvalid({ path, problem: `is invalid (${issues.join("; ")})` })
+        }),
       ),
     ),
     Effect.map(catalogFrom),
@@ -31,4 +43,7 @@ const builtIn = Effect.acquireRelease(
 )
 
 export const catalogLayer = (modelsPath: Option.Option<string>) =>
-  Layer.scoped(ModelCatalog, Option.match(modelsPath, { onNone: () => builtIn, onSome: (path) => Effect.orDie(fromFile(path)) }))
+  Layer.scoped(
+    ModelCatalog,
+    Option.match(modelsPath, { onNone: (): Effect.Effect<Catalog, CatalogInvalid, Scope.Scope> => builtIn, onSome: fromFile }),
+  )

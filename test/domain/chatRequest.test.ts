@@ -20,22 +20,25 @@ describe("validating a chat-completion request", () => {
 
   it.each([
     [null, null],
-    [{ messages: [{ role: "user" }] }, "model"],
-    [{ model: "", messages: [{ role: "user" }] }, "model"],
+    [{ messages: [{ role: "user", content: "hi" }] }, "model"],
+    [{ model: "", messages: [{ role: "user", content: "hi" }] }, "model"],
     [{ model: "m", messages: [] }, "messages"],
-    [{ model: "m", messages: [{ content: "no role" }] }, "messages[0]"],
-    [{ model: "m", messages: [{ role: "user" }], stream: "yes" }, "stream"],
-    [{ model: "m", messages: [{ role: "user" }], stream_options: 1 }, "stream_options"],
+    [{ model: "m", messages: [{ content: "no role" }] }, "messages[0].role"],
+    [{ model: "m", messages: [{ role: "user" }] }, "messages[0].content"],
+    [{ model: "m", messages: [{ role: "user", content: "hi" }], stream: "yes" }, "stream"],
+    [{ model: "m", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: 1 }, "stream_options"],
+    [{ model: "m", messages: [{ role: "user", content: "hi" }], stream_options: { include_usage: true } }, "stream_options"],
+    [{ model: "m", messages: [{ role: "user", content: "hi" }], temperature: 3 }, "temperature"],
   ])("refuses %j as invalid (param %s)", (input, param) => {
     const rejected = validateChatRequest(input, known)
     expect(Either.isLeft(rejected) && rejected.left).toMatchObject({ _tag: "Invalid", param })
   })
 
   it("sends the model under its upstream name, and asks a stream for its usage", () => {
-    const plain = Either.getOrThrow(validateChatRequest({ model: "m", messages: [{ role: "user" }], n: 1 }, known))
-    expect(JSON.parse(upstreamChatBody(plain, "org/M"))).toEqual({ model: "org/M", messages: [{ role: "user" }], n: 1 })
+    const plain = Either.getOrThrow(validateChatRequest({ model: "m", messages: [{ role: "user", content: "hi" }], n: 1 }, known))
+    expect(JSON.parse(upstreamChatBody(plain, "org/M"))).toEqual({ model: "org/M", messages: [{ role: "user", content: "hi" }], n: 1 })
     const streamed = Either.getOrThrow(
-      validateChatRequest({ model: "m", messages: [{ role: "user" }], stream: true, stream_options: { x: 1 } }, known),
+      validateChatRequest({ model: "m", messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { x: 1 } }, known),
     )
     expect(JSON.parse(upstreamChatBody(streamed, "m")).stream_options).toEqual({ x: 1, include_usage: true })
   })

@@ -218,12 +218,13 @@ describe("validateCreateBatch messages", () => {
   })
 
   it.each([
-    [{ custom_id: "q-1", body: { messages: [{ role: "user" }] } }, "requests[0] (custom_id 'q-1'): 'body.model' must be a string naming a model"],
+    [{ custom_id: "q-1", body: { messages: [{ role: "user", content: "hi" }] } }, "requests[0] (custom_id 'q-1'): body.model must be a string naming a model, got nothing"],
     [row("q-1", { model: "auto" }), "requests[0] (custom_id 'q-1'): Model 'auto' is an auto model, which cannot be used in a batch; name a specific model"],
     [row("q-1", { model: "auto-premium" }), "requests[0] (custom_id 'q-1'): Model 'auto-premium' is an auto model, which cannot be used in a batch; name a specific model"],
-    [row("q-1", { stream: true }), "requests[0] (custom_id 'q-1'): 'body.stream' must not be true: batch requests cannot stream"],
-    [row("q-1", { messages: [] }), "requests[0] (custom_id 'q-1'): 'body.messages' must be a non-empty array of messages"],
-    [row("q-1", { messages: [{ role: "user" }, { role: 1 }] }), "requests[0] (custom_id 'q-1'): 'body.messages[1]' must be an object with a string 'role'"],
+    [row("q-1", { stream: true }), "requests[0] (custom_id 'q-1'): body.stream must be false or absent: batch requests cannot stream, got true"],
+    [row("q-1", { messages: [] }), "requests[0] (custom_id 'q-1'): body.messages must be a non-empty array of messages, got an array"],
+    [row("q-1", { messages: [{ role: "user", content: "hi" }, { role: 1 }] }), "requests[0] (custom_id 'q-1'): body.messages[1].role must be one of system, developer, user, assistant, tool, function, got 1"],
+    [row("q-4", { temperature: "hot" }), "requests[0] (custom_id 'q-4'): body.temperature must be a number from 0 to 2, got \"hot\""],
     [{ ...row("q-1"), method: "GET" }, "requests[0] (custom_id 'q-1'): 'method' must be 'POST', the only method a batch accepts"],
     [{ ...row("q-1"), url: "/v1/completions" }, "requests[0] (custom_id 'q-1'): 'url' must be '/v1/chat/completions', the only endpoint a batch can call"],
     [{ custom_id: "q-1" }, "requests[0] (custom_id 'q-1'): 'body' must be a chat-completion request object"],

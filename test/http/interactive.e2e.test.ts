@@ -201,11 +201,12 @@ describe("POST /v1/chat/completions proxies to the model's upstream", () => {
       ["{not json", /not valid JSON/],
       ["", /empty/],
       [[1, 2], /chat-completion request object/],
-      [{ messages: [{ role: "user", content: "hi" }] }, /'model'/],
-      [{ model: "glm-5.3-flash" }, /'messages'/],
-      [{ model: "glm-5.3-flash", messages: [] }, /'messages'/],
-      [{ model: "glm-5.3-flash", messages: ["hi"] }, /'messages\[0\]'/],
-      [ask("hi", { stream: "yes" }), /'stream'/],
+      [{ messages: [{ role: "user", content: "hi" }] }, /^model must be a string naming a model, got nothing$/],
+      [{ model: "glm-5.3-flash" }, /^messages must be a non-empty array of messages, got nothing$/],
+      [{ model: "glm-5.3-flash", messages: [] }, /^messages must be /],
+      [{ model: "glm-5.3-flash", messages: ["hi"] }, /^messages\[0\] must be a message object with a role, got "hi"$/],
+      [ask("hi", { stream: "yes" }), /^stream must be true or false, got "yes"$/],
+      [ask("hi", { temperature: 9 }), /^temperature must be a number from 0 to 2, got 9$/],
     ]
     for (const [body, message] of cases) {
       const answer = await chat(sluice.url, body)

@@ -64,8 +64,8 @@ const accepts = (port: number): Promise<boolean> =>
     socket.once("error", () => resolve(false))
   })
 
-const launch = async (binary: string, port: number, storeDir: string): Promise<ChildProcess> => {
-  const child = spawn(binary, ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
+const launch = async (binary: string, port: number, storeDir: string, jetstream = true): Promise<ChildProcess> => {
+  const child = spawn(binary, [...(jetstream ? ["-js"] : []), "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
     stdio: ["ignore", "ignore", "pipe"],
   })
   let stderr = ""
@@ -94,7 +94,8 @@ export const stopProcess = (child: ChildProcess): Promise<void> =>
     child.kill("SIGTERM")
   })
 
-export const startNatsServer = async (): Promise<NatsServer> => {
+/** A nats-server on its own port and store; `jetstream: false` starts it without JetStream. */
+export const startNatsServer = async (options: { readonly jetstream?: boolean } = {}): Promise<NatsServer> => {
   const binary = findBinary()
   const storeDir = mkdtempSync(join(tmpdir(), "sluice-nats-"))
   // The port is outside 4222, the machine's shared server, by construction (see ports.ts).
@@ -102,7 +103,7 @@ export const startNatsServer = async (): Promise<NatsServer> => {
   let launched: ChildProcess | undefined
   for (let attempt = 1; launched === undefined; attempt++) {
     try {
-      launched = await launch(binary, port, storeDir)
+      launched = await launch(binary, port, storeDir, options.jetstream ?? true)
     } catch (error) {
       if (attempt >= 5 || !/address already in use/.test(String(error))) throw error
       port = await freePort()

@@ -28,4 +28,4 @@ export const freePort = async (): Promise<number> => {
 }
 
 /** Whether a process's output says its listen failed because the port was taken meanwhile. */
-export const lostPortRace = (output: string): boolean => output.includes("EADDRINUSE")
+export const lostPortRace = (output: string): boolean => output.includes("EADDRINUSE") || / is already in use: /.test(output)

@@ -32,10 +32,7 @@ export const CreateMessage = {
   methodNotPost: "'method' must be 'POST', the only method a batch accepts",
   urlNotChatCompletions: "'url' must be '/v1/chat/completions', the only endpoint a batch can call",
   bodyNotAnObject: "'body' must be a chat-completion request object",
-  modelNotAString: "'body.model' must be a string naming a model",
+  modelNotAString: (got: string) => `body.model must be a string naming a model, got ${got}`,
   autoModel: (model: string) => `Model '${model}' is an auto model, which cannot be used in a batch; name a specific model`,
   modelNotFound: (model: string) => `Model '${model}' not found`,
-  messagesNotANonEmptyArray: "'body.messages' must be a non-empty array of messages",
-  messageWithoutRole: (messageIndex: number) => `'body.messages[${messageIndex}]' must be an object with a string 'role'`,
-  streamRequested: "'body.stream' must not be true: batch requests cannot stream",
 } as const

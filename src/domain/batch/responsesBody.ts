@@ -194,3 +194,37 @@ const chatTools = (tools: unknown): Array<Obj> | BodyRejection => {
   }
   return out
 }
+
+/**
+ * Where a field of the converted chat body came from in the Responses body sent: its name for a
+ * message, and the param that names it. A message converted from the input keeps its chat path, with
+ * where it came from.
+ */
+export const sentField = (path: string, sent: Obj): { readonly name: string; readonly param: string } => {
+  const same = (p: string) => ({ name: `body.${p}`, param: `body.${p}` })
+  const dot = path.search(/[.[]/)
+  const head = dot === -1 ? path : path.slice(0, dot)
+  const rest = dot === -1 ? "" : path.slice(dot)
+  switch (head) {
+    case "max_tokens":
+      return sent["max_tokens"] === undefined && sent["max_output_tokens"] !== undefined ? same("max_output_tokens") : same(path)
+    case "reasoning_effort":
+      return sent["reasoning_effort"] === undefined && isObject(sent["reasoning"]) ? same(`reasoning.effort${rest}`) : same(path)
+    case "response_format":
+      return sent["response_format"] === undefined && isObject(sent["text"]) ? same(`text.format${rest.replace(/^\.json_schema/, "")}`) : same(path)
+    case "tool_choice":
+      return isObject(sent["tool_choice"]) && sent["tool_choice"]["function"] === undefined ? same(`tool_choice${rest.replace(/^\.function/, "")}`) : same(path)
+    case "tools": {
+      const index = /^\[(\d+)\]\.function(.*)$/.exec(rest)
+      const tools = sent["tools"]
+      if (index === null || !Array.isArray(tools) || !isObject(tools[Number(index[1])])) return same(path)
+      return (tools[Number(index[1])] as Obj)["function"] === undefined ? same(`tools[${index[1]}]${index[2]}`) : same(path)
+    }
+    case "messages": {
+      const from = sent["instructions"] !== undefined && sent["instructions"] !== null && rest.startsWith("[0]") ? "body.instructions" : "body.input"
+      return { name: `body.${path} (converted from ${from})`, param: from }
+    }
+    default:
+      return same(path)
+  }
+}

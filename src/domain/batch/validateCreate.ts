@@ -1,7 +1,8 @@
 import { Either, Schema } from "effect"
 import { type CreateLimits, createLimits } from "./createLimits.js"
 import { CreateMessage as M, rowMessage } from "./createMessages.js"
-import { BodyRejection, normalizeRowBody } from "./responsesBody.js"
+import { checkChatBody, shown } from "../chat/chatBody.js"
+import { BodyRejection, normalizeRowBody, sentField } from "./responsesBody.js"
 
 export interface ModelAccess {
   /** True when the model exists in the catalog and the account may use it; the validator reports both failures alike. */
@@ -29,6 +30,8 @@ type Obj = Record<string, unknown>
 const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
+
+const batchRow = { streaming: false } as const
 
 const reject = (message: string, param: string | null) => Either.left(new CreateRejected({ message, param }))
 
@@ -96,19 +99,15 @@ const validateRow = (
   const body = normalizeRowBody(sent)
   if (body instanceof BodyRejection) return named(i, customId, body.detail, `body${body.param}`)
   const model = body["model"]
-  if (typeof model !== "string") return named(i, customId, M.modelNotAString, "body.model")
+  if (typeof model !== "string" || model.length === 0) return named(i, customId, M.modelNotAString(shown(model)), "body.model")
   if (isAutoModel(model)) return named(i, customId, M.autoModel(model), "body.model")
   if (!catalog.isAvailable(model)) return named(i, customId, M.modelNotFound(model), "body.model")
 
-  const messages = body["messages"]
-  if (!Array.isArray(messages) || messages.length === 0)
-    return named(i, customId, M.messagesNotANonEmptyArray, "body.messages")
-  for (let m = 0; m < messages.length; m++) {
-    const message: unknown = messages[m]
-    if (!isObject(message) || typeof message["role"] !== "string")
-      return named(i, customId, M.messageWithoutRole(m), `body.messages[${m}]`)
+  const fault = checkChatBody(body, batchRow)
+  if (fault !== undefined) {
+    const field = body === sent ? { name: `body.${fault.path}`, param: `body.${fault.path}` } : sentField(fault.path, sent)
+    return named(i, customId, `${field.name} ${fault.problem}`, field.param)
   }
-  if (body["stream"] === true) return named(i, customId, M.streamRequested, "body.stream")
 
   return { custom_id: customId, model, body }
 }

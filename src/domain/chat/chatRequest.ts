@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import { checkChatBody, shown } from "./chatBody.js"
 
 export interface ValidChat {
   readonly model: string
@@ -17,29 +18,24 @@ const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null &
 const invalid = (message: string, param: string | null = null) =>
   Either.left<ChatRejected>({ _tag: "Invalid", message, param })
 
-/** A chat-completion request as `/v1/chat/completions` takes it; a model the caller may not use reads as one that does not exist. */
+const interactive = { streaming: true } as const
+
+/**
+ * A chat-completion request as `/v1/chat/completions` takes it, every documented field checked as a
+ * batch row's is; a model the caller may not use reads as one that does not exist.
+ */
 export const validateChatRequest = (
   input: unknown,
   isAvailable: (model: string) => boolean,
 ): Either.Either<ValidChat, ChatRejected> => {
   if (!isObject(input)) return invalid("The request body must be a chat-completion request object")
   const model = input["model"]
-  if (typeof model !== "string" || model.length === 0) return invalid("'model' must be a string naming a model", "model")
+  if (typeof model !== "string" || model.length === 0) return invalid(`model must be a string naming a model, got ${shown(model)}`, "model")
   if (!isAvailable(model)) return Either.left({ _tag: "ModelNotFound", message: `Model '${model}' not found` })
-  const messages = input["messages"]
-  if (!Array.isArray(messages) || messages.length === 0) return invalid("'messages' must be a non-empty array of messages", "messages")
-  for (let m = 0; m < messages.length; m++) {
-    const message: unknown = messages[m]
-    if (!isObject(message) || typeof message["role"] !== "string") {
-      return invalid(`'messages[${m}]' must be an object with a string 'role'`, `messages[${m}]`)
-    }
-  }
+  const fault = checkChatBody(input, interactive)
+  if (fault !== undefined) return invalid(`${fault.path} ${fault.problem}`, fault.path)
   const stream = input["stream"]
-  if (stream !== undefined && stream !== null && typeof stream !== "boolean") return invalid("'stream' must be a boolean", "stream")
   const options = input["stream_options"]
-  if (options !== undefined && options !== null && !isObject(options)) {
-    return invalid("'stream_options' must be an object", "stream_options")
-  }
   return Either.right({ model, stream: stream === true, wantsUsage: isObject(options) && options["include_usage"] === true, body: input })
 }
 

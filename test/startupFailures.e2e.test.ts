@@ -1,0 +1,109 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { serverEnv } from "../src/config/serverEnv.js"
+import { type NatsServer, startNatsServer } from "./support/natsServer.js"
+import { freePort } from "./support/ports.js"
+import { runToEnd } from "./support/processRun.js"
+
+/*
+ * An operator's mistakes at start: the real server process (`node bin/server.mjs`, what `npm start`
+ * runs) prints one line on stderr saying what to do, and exits non-zero, with no stack trace.
+ */
+
+const dirs: Array<string> = []
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-start-"))
+  dirs.push(dir)
+  return dir
+}
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+const start = async (env: Record<string, string>) => {
+  const base = { ...(process.env as Record<string, string>), ...serverEnv }
+  for (const name of ["NATS_URL", "SLUICE_MODELS", "SLUICE_TEST_CLOCK", "SLUICE_BOOTSTRAP_KEY"]) delete base[name]
+  return runToEnd(process.execPath, ["bin/server.mjs"], {
+    env: { ...base, SLUICE_HOST: "127.0.0.1", SLUICE_PORT: String(await freePort()), SLUICE_DATA_DIR: tempDir(), ...env },
+  })
+}
+
+/** One line on stderr, `sluice: …` naming the fix, exit 1, and no stack frame anywhere in the output. */
+const expectOneLine = (run: Awaited<ReturnType<typeof start>>, line: RegExp) => {
+  expect(run.code, run.stdout + run.stderr).toBe(1)
+  const lines = run.stderr.split("\n").filter((l) => l !== "")
+  expect(lines, run.stderr).toHaveLength(1)
+  expect(lines[0]).toMatch(/^sluice: /)
+  expect(lines[0]).toMatch(line)
+  expect(run.stdout + run.stderr).not.toMatch(/^\s+at /m)
+}
+
+describe("start-up failures are one clear line", () => {
+  let nats: NatsServer | undefined
+
+  afterAll(async () => {
+    await nats?.stop()
+  })
+
+  it("a port already in use", async () => {
+    const port = await freePort()
+    const holder: Server = createServer()
+    await new Promise<void>((resolve) => holder.listen(port, "127.0.0.1", resolve))
+    try {
+      const run = await start({ SLUICE_PORT: String(port) })
+      expectOneLine(run, new RegExp(`^sluice: 127\\.0\\.0\\.1:${port} is already in use: stop what listens there, or set SLUICE_PORT to a free port$`))
+    } finally {
+      await new Promise((resolve) => holder.close(resolve))
+    }
+  })
+
+  it("a NATS_URL that does not answer", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`
+    expectOneLine(await start({ NATS_URL: url }), new RegExp(`^sluice: NATS_URL ${url} does not answer .*: start nats-server with JetStream \\(nats-server -js\\), fix NATS_URL, or unset it`))
+  })
+
+  it("a NATS server with JetStream off", async () => {
+    nats = await startNatsServer({ jetstream: false })
+    expectOneLine(await start({ NATS_URL: nats.url }), new RegExp(`^sluice: JetStream is off on ${nats.url}: start nats-server with -js`))
+  })
+
+  it("a model catalog that does not parse, or does not hold a catalog", async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, "broken.json"), '{"models": [')
+    expectOneLine(
+      await start({ SLUICE_MODELS: join(dir, "broken.json") }),
+      /^sluice: The model catalog \S+broken\.json is not valid JSON \(.+\): fix the file SLUICE_MODELS names .*, or unset SLUICE_MODELS/,
+    )
+    writeFileSync(join(dir, "wrong.json"), JSON.stringify({ models: [{ id: "m", upstream_url: "ftp://nowhere" }] }))
+    expectOneLine(await start({ SLUICE_MODELS: join(dir, "wrong.json") }), /^sluice: The model catalog \S+wrong\.json is invalid \(models\.0\.upstream_url: .+\): fix the file/)
+    expectOneLine(await start({ SLUICE_MODELS: join(dir, "missing.json") }), /^sluice: The model catalog \S+missing\.json could not be read \(ENOENT.+\): fix the file/)
+  })
+
+  // The tests run as root in CI, which permission bits do not stop: a file in the data directory's
+  // way, and a log file that cannot be opened, are what an operator meets all the same.
+  it("a data directory that cannot be created", async () => {
+    const dir = tempDir()
+    writeFileSync(join(dir, "a-file"), "")
+    const dataDir = join(dir, "a-file", "data")
+    expectOneLine(
+      await start({ SLUICE_DATA_DIR: dataDir }),
+      new RegExp(`^sluice: the data directory ${dataDir} cannot be written \\(ENOTDIR.*\\): make it a writable directory, or set SLUICE_DATA_DIR to one$`),
+    )
+  })
+
+  it("a data directory whose log or read model cannot be opened for writing", async () => {
+    const logBlocked = tempDir()
+    mkdirSync(join(logBlocked, "log.sqlite"))
+    expectOneLine(await start({ SLUICE_DATA_DIR: logBlocked }), new RegExp(`^sluice: the data directory ${logBlocked} cannot be written \\(.+\\): make it a writable directory`))
+    const readModelBlocked = tempDir()
+    mkdirSync(join(readModelBlocked, "read.embedded.sqlite"))
+    expectOneLine(await start({ SLUICE_DATA_DIR: readModelBlocked }), new RegExp(`^sluice: the data directory ${readModelBlocked} cannot be written`))
+  })
+
+  it("a setting that is not a number", async () => {
+    expectOneLine(await start({ SLUICE_PORT: "eighty" }), /^sluice: Invalid data at SLUICE_PORT: .*: fix the variable/)
+  })
+})
