@@ -69,9 +69,9 @@ export const BatchesGroup = HttpApiGroup.make("batches")
     HttpApiEndpoint.del("delete", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchDeleted).addError(Conflict),
   )
   .addError(Unauthorized)
+  // Also "batch inference is unavailable at the moment", while the event log cannot be reached.
   .addError(NotFound)
   .addError(TooManyRequests)
-  .addError(Unavailable)
 
 export const AccountSettingsPayload = Schema.Struct({
   tier: Schema.optional(Schema.Literal("internal", "standard")),
@@ -167,6 +167,7 @@ export const ChatGroup = HttpApiGroup.make("chat")
       .addError(NotFound)
       .addError(PayloadTooLarge)
       .addError(TooManyRequests)
+      .addError(Unavailable)
       .annotateContext(documentedBody(ChatCompletionRequest)),
   )
 
