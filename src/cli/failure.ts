@@ -1,7 +1,7 @@
 import { Data, Effect } from "effect"
 import { SluiceApiError } from "../sdk/index.js"
 
-/** Exit codes of `sluice batch wait`, one per way a batch can end; README's CLI section lists them. */
+/** Exit codes of `sluice batch wait`, one per way a batch can end; docs/cli.md lists them. */
 export const ExitCode = {
   ok: 0,
   error: 1,

@@ -36,7 +36,7 @@ const adminBaseUrl = (baseUrl: string) => {
 
 const path = (...parts: ReadonlyArray<string>) => parts.map((p) => `/${encodeURIComponent(p)}`).join("")
 
-/** The admin API (README "Admin API"): accounts and their keys, authenticated by `SLUICE_ADMIN_TOKEN`. */
+/** The admin API (docs/api.md, "Admin API"): accounts and their keys, authenticated by `SLUICE_ADMIN_TOKEN`. */
 export class SluiceAdmin {
   private readonly transport: Transport
 
