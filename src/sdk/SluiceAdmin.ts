@@ -1,5 +1,6 @@
 import type { Account } from "../actors/Accounts.js"
 import type { CreateAccountPayload, CreateKeyPayload, UpdateAccountPayload } from "../http/api.js"
+import type { OnRetry } from "./backoff.js"
 import { defaultBaseUrl, retryPolicyOf, trimSlash } from "./SluiceClient.js"
 import { Transport } from "./transport.js"
 
@@ -26,6 +27,7 @@ export interface SluiceAdminOptions {
   readonly maxRetries?: number
   readonly retryBaseDelayMs?: number
   readonly fetch?: typeof fetch
+  readonly onRetry?: OnRetry
 }
 
 /** `http://host:8080/v1` → `http://host:8080/admin/v1`; a base URL without `/v1` is taken as the server's root. */
@@ -50,6 +52,7 @@ export class SluiceAdmin {
       token,
       retry: retryPolicyOf(options),
       fetch: options.fetch ?? globalThis.fetch,
+      ...(options.onRetry === undefined ? {} : { onRetry: options.onRetry }),
     })
   }
 

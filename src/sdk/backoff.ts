@@ -8,6 +8,20 @@ export interface RetryPolicy {
   readonly maxRetryAfterMs: number
 }
 
+/** Told before each retry's wait, so a caller can say at once that the server is not answering. */
+export interface RetryNotice {
+  readonly method: string
+  readonly url: string
+  /** Why the last attempt failed: the connection's error or the server's answer. */
+  readonly reason: string
+  /** This retry's number, from 1, of at most `maxRetries`. */
+  readonly retry: number
+  readonly maxRetries: number
+  readonly delayMs: number
+}
+
+export type OnRetry = (notice: RetryNotice) => void
+
 export const defaultRetryPolicy: RetryPolicy = { maxRetries: 5, baseDelayMs: 500, maxDelayMs: 30_000, maxRetryAfterMs: 60_000 }
 
 /** `Retry-After` as seconds or an HTTP date, in ms from `nowMs`; undefined when absent or unreadable. */
