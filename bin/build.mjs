@@ -1,5 +1,8 @@
-// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why).
+// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why), and
+// compiles the SDK (`sluice/sdk`) to JavaScript with its .d.ts files in dist/lib.
+import { execFileSync } from "node:child_process"
 import { copyFileSync, mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
 import { build } from "esbuild"
 
 const common = {
@@ -21,3 +24,15 @@ await Promise.all([
 // The upstream thread's entry, loaded by its URL next to the server's code (src/actors/upstreamThread.ts).
 mkdirSync(path("../dist"), { recursive: true })
 copyFileSync(path("../src/actors/upstreamWorker.mjs"), path("../dist/upstreamWorker.mjs"))
+
+// TypeScript is a development dependency: an install without it (`npm ci --omit=dev`, the Docker image) runs the
+// server and the CLI from their bundles and has no use for the SDK's own build.
+const tsc = (() => {
+  try {
+    return createRequire(import.meta.url).resolve("typescript/bin/tsc")
+  } catch {
+    return undefined
+  }
+})()
+if (tsc === undefined) console.log("typescript is not installed: dist/lib (the SDK's JavaScript) is not built")
+else execFileSync(process.execPath, [tsc, "-p", path("../tsconfig.sdk.json")], { stdio: "inherit" })

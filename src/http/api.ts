@@ -1,6 +1,18 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { JSONSchema, Schema } from "effect"
-import { BatchDeleted, BatchList, BatchObject, CreateBatchPayload, ResultsPage } from "../domain/api/index.js"
+import {
+  AccountObject,
+  BatchDeleted,
+  BatchList,
+  BatchObject,
+  CreateAccountPayload,
+  CreateBatchPayload,
+  CreatedKey,
+  CreateKeyPayload,
+  ResultsPage,
+  RevokedKey,
+  UpdateAccountPayload,
+} from "../domain/api/index.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
@@ -73,31 +85,6 @@ export const BatchesGroup = HttpApiGroup.make("batches")
   .addError(TooManyRequests)
   .addError(Unavailable)
 
-export const AccountSettingsPayload = Schema.Struct({
-  tier: Schema.optional(Schema.Literal("internal", "standard")),
-  daily_quota_usd: Schema.optional(Schema.NullOr(Schema.NonNegative)),
-  concurrency: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive()))),
-  models: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
-})
-export const CreateAccountPayload = Schema.Struct({
-  id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/)),
-  ...AccountSettingsPayload.fields,
-})
-export const UpdateAccountPayload = Schema.Struct({
-  ...AccountSettingsPayload.fields,
-  status: Schema.optional(Schema.Literal("active", "suspended", "deleted")),
-})
-export const CreateKeyPayload = Schema.Struct({ expires_at: Schema.optional(Schema.NullOr(Schema.Int)) })
-
-const AccountObject = Schema.Struct({
-  id: Schema.String,
-  tier: Schema.String,
-  status: Schema.String,
-  daily_quota_usd: Schema.NullOr(Schema.Number),
-  concurrency: Schema.NullOr(Schema.Number),
-  models: Schema.NullOr(Schema.Array(Schema.String)),
-})
-
 export const AdminGroup = HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createAccount", "/admin/v1/accounts")
@@ -114,13 +101,13 @@ export const AdminGroup = HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createKey", "/admin/v1/accounts/:id/keys")
       .setPath(Schema.Struct({ id: Schema.String }))
-      .addSuccess(Schema.Struct({ id: Schema.String, key: Schema.String, expires_at: Schema.NullOr(Schema.Number) }))
+      .addSuccess(CreatedKey)
       .annotateContext(documentedBody(CreateKeyPayload)),
   )
   .add(
     HttpApiEndpoint.post("revokeKey", "/admin/v1/keys/:id/revoke")
       .setPath(Schema.Struct({ id: Schema.String }))
-      .addSuccess(Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) })),
+      .addSuccess(RevokedKey),
   )
   .addError(BadRequest)
   .addError(Unauthorized)

@@ -1,23 +1,20 @@
-import type { Account } from "../actors/Accounts.js"
-import type { CreateAccountPayload, CreateKeyPayload, UpdateAccountPayload } from "../http/api.js"
+import type {
+  AccountObject,
+  CreateAccountPayload,
+  CreatedKey,
+  CreateKeyPayload,
+  RevokedKey,
+  UpdateAccountPayload,
+} from "../domain/api/index.js"
 import type { OnRetry } from "./backoff.js"
 import { defaultBaseUrl, retryPolicyOf, trimSlash } from "./SluiceClient.js"
 import { Transport } from "./transport.js"
 
-export type AdminAccount = Account
+export type { CreatedKey, RevokedKey }
+export type AdminAccount = AccountObject
 export type CreateAccountInput = typeof CreateAccountPayload.Type
 export type UpdateAccountInput = typeof UpdateAccountPayload.Type
 export type CreateKeyInput = typeof CreateKeyPayload.Type
-/** The key's secret is in `key`, in this answer only. */
-export interface CreatedKey {
-  readonly id: string
-  readonly key: string
-  readonly expires_at: number | null
-}
-export interface RevokedKey {
-  readonly id: string
-  readonly revoked: true
-}
 
 export interface SluiceAdminOptions {
   /** Default: `SLUICE_ADMIN_TOKEN`. */
