@@ -1,14 +1,9 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { OpenAIErrorBody } from "../domain/api/index.js"
 
-/** The OpenAI error envelope: every error this API answers has this body. */
-const ErrorDetail = Schema.Struct({
-  message: Schema.String,
-  type: Schema.String,
-  param: Schema.NullOr(Schema.String),
-  code: Schema.NullOr(Schema.String),
-})
-const envelope = { error: ErrorDetail }
+/** Every error this API answers has the OpenAI envelope for its body; its status is annotated here, and only here. */
+const envelope = OpenAIErrorBody.fields
 
 export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(envelope, HttpApiSchema.annotations({ status: 400 })) {}
 export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(envelope, HttpApiSchema.annotations({ status: 401 })) {}
@@ -37,5 +32,11 @@ export const tooManyRequests = (message: string, code = "rate_limit_exceeded") =
 export const quotaExhausted = (message: string) =>
   new TooManyRequests(detail(message, "insufficient_quota", null, "insufficient_quota"))
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
+
+export type ApiError = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
+
+/** The status annotated on the error's class above: each error's class is its Schema. */
+export const statusOf = (error: ApiError): number =>
+  HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)
 
 export const batchNotFound = (batchId: string) => notFound(`No batch found with id '${batchId}'`, "batch_not_found")

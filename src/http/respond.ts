@@ -1,19 +1,8 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
+import { type ApiError, statusOf } from "./errors.js"
 
-export type ApiError = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
-
-const statusOf = (error: ApiError): number => {
-  if (error instanceof BadRequest) return 400
-  if (error instanceof Unauthorized) return 401
-  if (error instanceof Forbidden) return 403
-  if (error instanceof NotFound) return 404
-  if (error instanceof Conflict) return 409
-  if (error instanceof PayloadTooLarge) return 413
-  if (error instanceof TooManyRequests) return 429
-  return 503
-}
+export type { ApiError }
 
 const errorResponse = (error: ApiError) =>
   HttpServerResponse.unsafeJson({ error: error.error }, { status: statusOf(error) })
