@@ -2,6 +2,7 @@ import { type Clock, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import * as Accounts from "./actors/Accounts.js"
+import { ActorClock } from "./actors/ActorClock.js"
 import { Admission } from "./actors/Admission.js"
 import { ModelLoad } from "./actors/ModelLoad.js"
 import * as BatchLifecycle from "./actors/BatchLifecycle.js"
@@ -49,7 +50,9 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     Layer.provide(onActorClock(BatchWriter.Live)),
     Layer.provideMerge(BatchLifecycle.layer),
   )
-  const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live)).pipe(Layer.provideMerge(core))
+  const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live), onActorClock(ActorClock.layer)).pipe(
+    Layer.provideMerge(core),
+  )
   const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
     Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { Catalog } from "../config/Catalog.js"
+import { ModelCatalog } from "../config/ModelCatalog.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads } from "../projections/batchReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -19,8 +19,6 @@ export interface DispatcherShape {
 }
 
 export class Dispatcher extends Context.Tag("Actors/Dispatcher")<Dispatcher, DispatcherShape>() {}
-
-export class ModelCatalog extends Context.Tag("Actors/ModelCatalog")<ModelCatalog, Catalog>() {}
 
 export const Live = Layer.scoped(
   Dispatcher,

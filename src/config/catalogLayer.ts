@@ -1,8 +1,8 @@
 import { Effect, Layer, Option, ParseResult } from "effect"
 import { readFileSync } from "node:fs"
-import { ModelCatalog } from "../actors/Dispatcher.js"
 import { startSimulator } from "../sim/Simulator.js"
 import { builtInModels, catalogFrom, decodeCatalogFile } from "./Catalog.js"
+import { ModelCatalog } from "./ModelCatalog.js"
 
 class CatalogInvalid extends Error {}
 

@@ -2,7 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type Account, Accounts } from "../actors/Accounts.js"
-import { BatchWriter } from "../actors/BatchWriter.js"
+import { ActorClock } from "../actors/ActorClock.js"
 import { quotaUsedUp, quotaUsedUpMessage } from "../domain/account/ownerVerdict.js"
 import { nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -23,8 +23,7 @@ const withinDailyQuota = (account: Account) =>
   Effect.gen(function* () {
     const quota = account.daily_quota_usd
     if (quota === null) return
-    // The actors' clock, which the quota's day and the batches' pause follow too.
-    const now = yield* Effect.flatMap(BatchWriter, (writer) => writer.now)
+    const now = yield* Effect.flatMap(ActorClock, (clock) => clock.currentTimeMillis)
     const used = usedUsd(yield* ReadModel, account.id, utcDay(now))
     if (quotaUsedUp(quota, used)) return yield* Effect.fail(quotaExhausted(quotaUsedUpMessage(quota, used, nextUtcMidnight(now))))
   })
