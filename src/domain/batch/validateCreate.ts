@@ -2,6 +2,7 @@ import { Either, Schema } from "effect"
 import { type CreateLimits, createLimits } from "./createLimits.js"
 import { CreateMessage as M, rowMessage } from "./createMessages.js"
 import { BodyRejection, normalizeRowBody } from "./responsesBody.js"
+import { isObject, type JsonObject as Obj } from "../json.js"
 
 export interface ModelAccess {
   /** True when the model exists in the catalog and the account may use it; the validator reports both failures alike. */
@@ -23,10 +24,6 @@ export class CreateRejected extends Schema.TaggedError<CreateRejected>()("Create
   message: Schema.String,
   param: Schema.NullOr(Schema.String),
 }) {}
-
-type Obj = Record<string, unknown>
-
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
 
