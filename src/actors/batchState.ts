@@ -1,8 +1,7 @@
 import { HashMap } from "effect"
+import { ClosedBatchStatuses } from "../domain/api/BatchStatus.js"
 import type { BatchState, BatchStatus, RowPhase } from "../domain/batch/state.js"
 import type { ReadModel } from "../projections/ReadModel.js"
-
-const closedStatuses: ReadonlySet<string> = new Set(["cancelling", "cancelled", "failed", "expired"])
 
 /** Rebuilds a batch's decider state from the read model, whose rows the log's events produced. */
 export const loadBatchState = (db: ReadModel["Type"], batchId: string): BatchState | undefined => {
@@ -35,6 +34,6 @@ export const loadBatchState = (db: ReadModel["Type"], batchId: string): BatchSta
     running: batch.running,
     costUsd: batch.cost_usd,
     rows,
-    closed: closedStatuses.has(batch.status),
+    closed: ClosedBatchStatuses.has(batch.status),
   }
 }

@@ -1,9 +1,11 @@
 import type Database from "better-sqlite3"
+import { OpenBatchStatuses } from "../domain/api/BatchStatus.js"
 import type { BatchEvent } from "../domain/batch/events.js"
+import { statusIn } from "./statusSql.js"
 
 const rowEventTypes: ReadonlySet<string> = new Set(["row_started", "row_retrying", "row_completed", "row_failed", "row_cancelled"])
 const secs = (ms: number) => Math.floor(ms / 1000)
-const open = `status IN ('validating', 'in_progress')`
+const open = statusIn(OpenBatchStatuses)
 
 interface Counters {
   running: number

@@ -13,4 +13,17 @@ export const BatchStatus = Schema.Literal(
 
 export type BatchStatus = typeof BatchStatus.Type
 
+/** The statuses a batch ends in: nothing changes its status again. */
 export const FinalBatchStatuses: ReadonlySet<BatchStatus> = new Set(["completed", "failed", "expired", "cancelled"])
+
+/** Open: rows may still start. */
+export const OpenBatchStatuses: ReadonlySet<BatchStatus> = new Set(["validating", "in_progress"])
+
+/** Closed to new rows: cancelled, or ended early, while running rows may still finish. */
+export const ClosedBatchStatuses: ReadonlySet<BatchStatus> = new Set(["cancelling", "cancelled", "failed", "expired"])
+
+/** Unfinished, as the contract counts them for an account's limit: open, or cancelling. */
+export const UnfinishedBatchStatuses: ReadonlySet<BatchStatus> = new Set(["validating", "in_progress", "cancelling"])
+
+/** Final before their running rows have finished: a failed or expired batch lets them run out. */
+export const EndedEarlyBatchStatuses: ReadonlySet<BatchStatus> = new Set(["failed", "expired"])
