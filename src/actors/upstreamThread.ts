@@ -1,5 +1,6 @@
 import { Effect, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
+import { retryAfterMs } from "../domain/retry/retryAfter.js"
 import type { UpstreamOutcome } from "../domain/upstream/UpstreamOutcome.js"
 
 /** Where one model's batch calls go: node:http's options, worked out once per model. */
@@ -42,8 +43,18 @@ interface ToWorker {
   readonly limits: Array<readonly [number, number]>
 }
 
+/** As the thread answers: a Response carries its `Retry-After` header as sent. */
+type WorkerOutcome = UpstreamOutcome | (UpstreamOutcome & { readonly _tag: "Response"; readonly retryAfter?: string })
+
+const fromWorker = (outcome: WorkerOutcome): UpstreamOutcome => {
+  if (outcome._tag !== "Response" || !("retryAfter" in outcome)) return outcome
+  const { retryAfter, ...response } = outcome
+  const ms = retryAfterMs(retryAfter, Date.now())
+  return ms === undefined ? response : { ...response, retryAfterMs: ms }
+}
+
 interface FromWorker {
-  readonly answers: ReadonlyArray<readonly [number, UpstreamOutcome]>
+  readonly answers: ReadonlyArray<readonly [number, WorkerOutcome]>
   /** Calls that were held and have been sent since. */
   readonly launched: ReadonlyArray<number>
   /** Calls held on arrival, for want of a slot. */
@@ -96,7 +107,7 @@ const makeThread = (): UpstreamThread => {
         if (settle === undefined) continue
         waiting.delete(id)
         holds.delete(id)
-        settle(outcome)
+        settle(fromWorker(outcome))
       }
     })
     started.on("error", (error) => stopped(started, `the upstream thread failed: ${error.message}`))
