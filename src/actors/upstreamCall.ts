@@ -39,9 +39,9 @@ export interface UpstreamCaller {
 }
 
 /**
- * The model's upstream calls. Timeouts run on the actors' clock, but not as a race per call (a
- * sleeping fiber raced against each request cost about 90 µs a row): one fiber sleeps until the
- * earliest deadline and aborts whatever has passed it. The calls in flight are few (the model's
+ * The model's upstream calls. Timeouts run on the actors' clock, but not as a race per call, whose
+ * sleeping fiber per request was a large part of a row's CPU: one fiber sleeps until the earliest
+ * deadline and aborts whatever has passed it. The calls in flight are few (the model's
  * slots and the few held beyond them), so finding the earliest is a scan.
  */
 export const makeUpstreamCaller = (model: ModelEntry) =>
@@ -104,7 +104,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
           inFlight.delete(id)
           onAnswered?.(outcome)
           // Answers arrive many at once: the slots they free send their next calls before any of these
-          // rows' bookkeeping runs, or the last call of a round would wait for all of it (B3).
+          // rows' bookkeeping runs, or the last call of a round would wait for all of it.
           queueMicrotask(() => resume(Effect.succeed(outcome)))
         }
         const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, settle }

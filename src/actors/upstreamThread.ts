@@ -62,9 +62,9 @@ interface FromWorker {
 }
 
 /**
- * The batch calls' HTTP, on a thread of its own. Sending a request and reading its answer took about
- * 50 µs of the main thread per row, a fifth of all the work Sluice does for a row; through the
- * thread, with one message each way per turn of the event loop, it takes about 5 µs.
+ * The batch calls' HTTP, on a thread of its own: sending a request and parsing its answer was a large
+ * share of the main thread's work per row, and through the thread, with one message each way per turn
+ * of the event loop, it is a small one.
  */
 const makeThread = (): UpstreamThread => {
   const targets: Array<UpstreamTarget> = []
