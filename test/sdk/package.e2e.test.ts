@@ -1,17 +1,22 @@
-import { execFileSync, spawnSync } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { runToEnd } from "../support/processRun.js"
 import { BOOTSTRAP_KEY, type Sluice, startSluice } from "../support/sluice.js"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
 
-const npm = (args: ReadonlyArray<string>, cwd: string) =>
-  execFileSync("npm", [...args], { cwd, encoding: "utf8", env: { ...process.env, npm_config_update_notifier: "false" } })
+/** npm as a process of its own, awaited: a minute of install must not block the test worker's event loop. */
+const npm = async (args: ReadonlyArray<string>, cwd: string): Promise<string> => {
+  const run = await runToEnd("npm", args, { cwd, env: { ...process.env, npm_config_update_notifier: "false" } })
+  if (run.code !== 0) throw new Error(`npm ${args.join(" ")} exited ${run.code}:\n${run.stderr}`)
+  return run.stdout
+}
 
 /** A dependent's script, as a user writes it: the package's name, nothing of this repository. */
 const script = `
@@ -39,16 +44,16 @@ describe("sluice/sdk installed from the tarball npm pack makes, into a project o
     sluice = await startSluice()
     dir = mkdtempSync(join(tmpdir(), "sluice-pack-"))
     // The test run's global setup has just built dist/ from these sources, which is what `prepare` would do.
-    const tarball = npm(["pack", "--ignore-scripts", "--silent", "--pack-destination", dir], root).trim().split("\n").pop()!
+    const tarball = (await npm(["pack", "--ignore-scripts", "--silent", "--pack-destination", dir], root)).trim().split("\n").pop()!
     app = join(dir, "app")
     mkdirSync(app)
     writeFileSync(join(app, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }))
     // Dependencies come from npm's cache or its registry, as for any install. Install scripts are skipped:
     // better-sqlite3 would fetch or compile its addon, which the server needs and the SDK does not.
-    npm(["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", join(dir, tarball)], app)
+    await npm(["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", join(dir, tarball)], app)
     // A TypeScript project for Node has Node's types, as this repository does.
     const nodeTypes = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).devDependencies["@types/node"]
-    npm(["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-dev", `@types/node@${nodeTypes}`], app)
+    await npm(["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-dev", `@types/node@${nodeTypes}`], app)
   }, 240_000)
   afterAll(async () => {
     await sluice?.stop()
@@ -73,21 +78,24 @@ describe("sluice/sdk installed from the tarball npm pack makes, into a project o
     expect(output.trim().split("\n")).toEqual(["completed 1", "a completed", "404"])
   })
 
-  it("type-checks and compiles from TypeScript with tsc alone, and the types catch a wrong call", () => {
-    mkdirSync(join(app, "ts"), { recursive: true })
-    const tsconfig = { compilerOptions: { module: "nodenext", target: "es2022", strict: true, outDir: "out", skipLibCheck: false } }
-    writeFileSync(join(app, "ts", "tsconfig.json"), JSON.stringify({ ...tsconfig, files: ["use.mts"] }))
-    writeFileSync(join(app, "ts", "use.mts"), script)
-    const compiled = spawnSync(process.execPath, [tsc, "-p", "."], { cwd: join(app, "ts"), encoding: "utf8" })
+  it("type-checks and compiles from TypeScript with tsc alone, and the types catch a wrong call", async () => {
+    const ts = join(app, "ts")
+    mkdirSync(ts, { recursive: true })
+    // skipLibCheck off: the package's own .d.ts files are checked too (and Effect's with them, which takes a while).
+    const options = { module: "nodenext", target: "es2022", strict: true, outDir: "out", skipLibCheck: false }
+    writeFileSync(join(ts, "tsconfig.json"), JSON.stringify({ compilerOptions: options, files: ["use.mts"] }))
+    writeFileSync(join(ts, "use.mts"), script)
+    const compiled = await runToEnd(process.execPath, [tsc, "-p", "."], { cwd: ts })
     expect(compiled.stdout + compiled.stderr).toBe("")
-    expect(compiled.status).toBe(0)
+    expect(compiled.code).toBe(0)
     const output = execFileSync(process.execPath, [join("ts", "out", "use.mjs")], { cwd: app, env: env(), encoding: "utf8" })
     expect(output.trim().split("\n")).toEqual(["completed 1", "a completed", "404"])
 
-    writeFileSync(join(app, "ts", "wrong.mts"), `import { SluiceClient } from "sluice/sdk"\nnew SluiceClient({ apiKey: "k" }).getBatch(42)\n`)
-    writeFileSync(join(app, "ts", "tsconfig.wrong.json"), JSON.stringify({ ...tsconfig, files: ["wrong.mts"] }))
-    const wrong = spawnSync(process.execPath, [tsc, "-p", "tsconfig.wrong.json", "--noEmit"], { cwd: join(app, "ts"), encoding: "utf8" })
-    expect(wrong.status).not.toBe(0)
+    writeFileSync(join(ts, "wrong.mts"), `import { SluiceClient } from "sluice/sdk"\nnew SluiceClient({ apiKey: "k" }).getBatch(42)\n`)
+    const wrongOptions = { ...options, skipLibCheck: true, noEmit: true }
+    writeFileSync(join(ts, "tsconfig.wrong.json"), JSON.stringify({ compilerOptions: wrongOptions, files: ["wrong.mts"] }))
+    const wrong = await runToEnd(process.execPath, [tsc, "-p", "tsconfig.wrong.json"], { cwd: ts })
+    expect(wrong.code).not.toBe(0)
     expect(wrong.stdout).toContain("Argument of type 'number' is not assignable to parameter of type 'string'")
-  })
+  }, 300_000)
 })
