@@ -3,6 +3,7 @@ import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
 import { SluiceClient } from "../sdk/index.js"
 import { credentialsFile, DEFAULT_BASE_URL, forgetCredentials, loadCredentials, saveCredentials } from "./credentials.js"
+import { sayRetrying } from "./clients.js"
 import { group, leaf } from "./commandTree.js"
 import { sdk } from "./failure.js"
 import { note, out } from "./output.js"
@@ -21,7 +22,7 @@ const login = leaf(
   ({ apiKey, baseUrl }) =>
     Effect.gen(function* () {
       const url = Option.getOrElse(baseUrl, () => loadCredentials().baseUrl)
-      const client = new SluiceClient({ apiKey, baseUrl: url, maxRetries: 1 })
+      const client = new SluiceClient({ apiKey, baseUrl: url, maxRetries: 1, onRetry: sayRetrying })
       // A key is stored only once the server has accepted it.
       yield* sdk(() => client.list({ limit: 1 }).next())
       const file = credentialsFile()

@@ -10,7 +10,7 @@ import { fail } from "./failure.js"
 export const READ_RETRIES = 2
 
 /** Said the moment a call fails, so an unreachable server is never a silent wait. */
-const sayRetrying = (n: RetryNotice) =>
+export const sayRetrying = (n: RetryNotice) =>
   process.stderr.write(
     `${n.method} ${n.url} failed: ${n.reason}; retrying in ${(n.delayMs / 1000).toFixed(1)} s (${n.retry} of ${n.maxRetries})\n`,
   )
