@@ -8,6 +8,7 @@ import type { BatchCommand } from "../src/domain/batch/decide.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
 import * as Projector from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
+import { InstanceId, Metrics } from "../src/metrics/Metrics.js"
 
 /** The writer over a real embedded log, read model and projector, as the service builds them. */
 const writerIn = (dir: string) =>
@@ -17,6 +18,8 @@ const writerIn = (dir: string) =>
         Layer.provideMerge(Projector.Live),
         Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
         Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })),
+        Layer.provideMerge(Metrics.live),
+        Layer.provide(InstanceId.layer("test")),
       ),
     ),
     (context) => Context.get(context, BatchWriter.BatchWriter),

@@ -1,4 +1,5 @@
-import { Config } from "effect"
+import { Config, LogLevel } from "effect"
+import { hostname } from "node:os"
 
 /** The operator contract: these names are documented in the README and relied on by deployments. */
 export const SluiceConfig = Config.all({
@@ -18,5 +19,17 @@ export const SluiceConfig = Config.all({
     Config.withDefault(10),
     Config.validate({ message: "SLUICE_MAX_UNFINISHED_BATCHES must be at least 1", validation: (n) => n >= 1 }),
   ),
+  instanceId: Config.string("SLUICE_INSTANCE_ID").pipe(Config.withDefault(`${hostname()}-${process.pid}`)),
+  metricsToken: Config.option(Config.redacted("SLUICE_METRICS_TOKEN")),
+  corsOrigins: Config.array(Config.string(), "SLUICE_CORS_ORIGINS").pipe(
+    Config.map((origins) => origins.map((o) => o.trim()).filter((o) => o !== "")),
+    Config.withDefault([] as Array<string>),
+  ),
+  readyMaxLagSeconds: Config.number("SLUICE_READY_MAX_LAG_SECONDS").pipe(
+    Config.withDefault(30),
+    Config.validate({ message: "SLUICE_READY_MAX_LAG_SECONDS must be positive", validation: (s) => s > 0 }),
+  ),
+  logFormat: Config.literal("text", "json", "pretty")("SLUICE_LOG_FORMAT").pipe(Config.withDefault("text" as const)),
+  logLevel: Config.logLevel("SLUICE_LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
 })
 export type SluiceConfig = Config.Config.Success<typeof SluiceConfig>

@@ -8,11 +8,12 @@ import { nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { usedUsd } from "../projections/usageReads.js"
 import { forbidden, quotaExhausted, unauthorized } from "./errors.js"
+import { noteAccount } from "./observe.js"
 
 const bearer = /^Bearer\s+(.+)$/i
 
 /** Compares in constant time, so the admin token cannot be guessed a character at a time. */
-const sameSecret = (sent: string, expected: string) => {
+export const sameSecret = (sent: string, expected: string) => {
   const a = createHash("sha256").update(sent).digest()
   const b = createHash("sha256").update(expected).digest()
   return timingSafeEqual(a, b)
@@ -41,6 +42,7 @@ export const authenticate = Effect.gen(function* () {
   }
   const accounts = yield* Accounts
   const caller = yield* accounts.authenticate(secret).pipe(Effect.mapError((e) => unauthorized(e.message)))
+  noteAccount(request, caller.account.id)
   yield* withinDailyQuota(caller.account)
   return caller
 })

@@ -4,7 +4,7 @@ import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequ
 
 export type ApiError = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
 
-const statusOf = (error: ApiError): number => {
+export const statusOf = (error: ApiError): number => {
   if (error instanceof BadRequest) return 400
   if (error instanceof Unauthorized) return 401
   if (error instanceof Forbidden) return 403

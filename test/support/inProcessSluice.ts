@@ -1,4 +1,4 @@
-import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
+import { Chunk, Context, Effect, Exit, Fiber, Layer, LogLevel, Option, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -47,6 +47,12 @@ export const startInProcessSluice = async (options: {
     completionWindowHours: 24,
     retentionDays: 7,
     maxUnfinishedBatches: 10,
+    instanceId: `inproc-${port}`,
+    metricsToken: Option.none(),
+    corsOrigins: [],
+    readyMaxLagSeconds: 30,
+    logFormat: "text",
+    logLevel: LogLevel.Info,
     ...options.config,
   }
   const scope = Effect.runSync(Scope.make())

@@ -28,7 +28,7 @@ type Obj = Record<string, unknown>
 
 const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
+export const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
 
 const reject = (message: string, param: string | null) => Either.left(new CreateRejected({ message, param }))
 
