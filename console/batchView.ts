@@ -20,7 +20,8 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   const notice = h("div", { role: "alert" })
   const results = h("div", { id: "results" })
   const detail = h("div", { id: "detail" })
-  let settled = batch.request_counts.completed + batch.request_counts.failed
+  // Counted from the stream, which begins with the batch's history: every row event is in it once.
+  let settled = 0
 
   const draw = () => {
     const { total, completed, failed } = batch.request_counts
@@ -168,7 +169,8 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
       (message) => {
         if (settles.has(message.event)) {
           settled++
-          pace.settle(Date.now())
+          // The event's own time: the history's events fall outside the window the pace is read over.
+          pace.settle((JSON.parse(message.data) as { at?: number }).at ?? Date.now())
           draw()
         }
         if (message.event.startsWith("batch_")) void refresh()

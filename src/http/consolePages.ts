@@ -36,21 +36,19 @@ export const ConsolePages = HttpApiBuilder.Router.use((router) =>
         files.set(name, { body: readFileSync(`${dir}${name}`), type: types[extname(name)] ?? "application/octet-stream" })
       }
     }
-    const toConsole = Effect.succeed(HttpServerResponse.empty({ status: 302, headers: { location: "/console/" } }))
-    yield* router.get("/", toConsole)
-    yield* router.get("/console", toConsole)
-    yield* router.get(
-      "/console/*",
-      Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    yield* router.get("/", Effect.succeed(HttpServerResponse.empty({ status: 302, headers: { location: "/console/" } })))
+    // The router takes `/console/` for `/console` too; the page's own links are absolute.
+    const page = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
         if (files.size === 0) return missing
-        const name = new URL(request.url, "http://console").pathname.slice("/console/".length)
+        const name = new URL(request.url, "http://console").pathname.replace(/^\/console\/?/, "")
         // Every path the console's own routing uses is its one page.
         const file = files.get(name) ?? files.get("index.html")!
         return HttpServerResponse.uint8Array(file.body, {
           contentType: file.type,
           headers: { "cache-control": name === "" || !files.has(name) ? "no-cache" : "max-age=300" },
         })
-      }),
-    )
+      })
+    yield* router.get("/console", page)
+    yield* router.get("/console/*", page)
   }),
 )
