@@ -1,4 +1,4 @@
-import { Config, LogLevel } from "effect"
+import { Config, ConfigError, Either, LogLevel } from "effect"
 import { hostname } from "node:os"
 
 /** The operator contract: these names are documented in the README and relied on by deployments. */
@@ -30,6 +30,17 @@ export const SluiceConfig = Config.all({
     Config.validate({ message: "SLUICE_READY_MAX_LAG_SECONDS must be positive", validation: (s) => s > 0 }),
   ),
   logFormat: Config.literal("text", "json", "pretty")("SLUICE_LOG_FORMAT").pipe(Config.withDefault("text" as const)),
-  logLevel: Config.logLevel("SLUICE_LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+  logLevel: Config.string("SLUICE_LOG_LEVEL").pipe(
+    Config.withDefault("info"),
+    Config.mapOrFail((text) => {
+      const label = text.trim().toUpperCase().replace(/^WARNING$/, "WARN").replace(/^NONE$/, "OFF")
+      const level = LogLevel.allLevels.find((l) => l.label === label)
+      return level === undefined
+        ? Either.left(
+            ConfigError.InvalidData(["SLUICE_LOG_LEVEL"], `must be one of trace, debug, info, warn, error, fatal, off; got '${text}'`),
+          )
+        : Either.right(level)
+    }),
+  ),
 })
 export type SluiceConfig = Config.Config.Success<typeof SluiceConfig>
