@@ -1,20 +1,9 @@
 import { Effect, HashMap, Option } from "effect"
-import type { BatchEvent } from "../domain/batch/events.js"
+import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import type { BatchState } from "../domain/batch/state.js"
 import type { MetricsShape, SettledOutcome } from "../metrics/Metrics.js"
 import type { ReadModel } from "../projections/ReadModel.js"
 import { type BatchOwner, loadRowModels } from "./batchState.js"
-
-const lifecycleTypes: ReadonlySet<BatchEvent["type"]> = new Set([
-  "batch_created",
-  "batch_started",
-  "batch_cancelling",
-  "batch_cancelled",
-  "batch_completed",
-  "batch_failed",
-  "batch_expired",
-  "batch_deleted",
-])
 
 /** A batch lifecycle event's log line, with the batch, its account and its models. */
 export const logLifecycle = (event: BatchEvent, owner: BatchOwner | undefined) =>
@@ -67,7 +56,8 @@ export const afterWritten = (
 ): Effect.Effect<void> | undefined => {
   const steps: Array<Effect.Effect<void>> = []
   for (const event of events) {
-    if (!lifecycleTypes.has(event.type)) continue
+    // The lifecycle events are the once-only ones.
+    if (!onceOnlyTypes.has(event.type)) continue
     steps.push(logLifecycle(event, owner))
     const bulk = bulkOutcome(event)
     if (bulk === undefined || bulk[2] === 0) continue
