@@ -12,6 +12,10 @@ import { noteAccount } from "./observe.js"
 
 const bearer = /^Bearer\s+(.+)$/i
 
+/** The token of an `Authorization: Bearer` header, if the request sent one. */
+export const sentBearer = (request: HttpServerRequest.HttpServerRequest) =>
+  bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+
 /** Compares in constant time, so the admin token cannot be guessed a character at a time. */
 export const sameSecret = (sent: string, expected: string) => {
   const a = createHash("sha256").update(sent).digest()
@@ -56,7 +60,7 @@ export const requireBatchAccess = <A extends { readonly account: { readonly tier
 export const authenticateAdmin = (token: Option.Option<Redacted.Redacted<string>>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const sent = bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+    const sent = sentBearer(request)
     if (Option.isNone(token) || sent === undefined || !sameSecret(sent, Redacted.value(token.value))) {
       return yield* Effect.fail(unauthorized("Invalid admin token"))
     }

@@ -3,10 +3,8 @@ import { Effect, Option, Redacted } from "effect"
 import { InstanceId, Metrics } from "../metrics/Metrics.js"
 import { ProjectionLag } from "../projections/lag.js"
 import { SluiceApi } from "./api.js"
-import { sameSecret } from "./auth.js"
+import { sameSecret, sentBearer } from "./auth.js"
 import { HttpSettings } from "./settings.js"
-
-const bearer = /^Bearer\s+(.+)$/i
 
 export const OperationsLive = HttpApiBuilder.group(SluiceApi, "operations", (handlers) =>
   Effect.gen(function* () {
@@ -18,7 +16,7 @@ export const OperationsLive = HttpApiBuilder.group(SluiceApi, "operations", (han
       HttpServerResponse.unsafeJson({ status: "unavailable", instance, reason }, { status: 503 })
     const mayScrape = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       if (Option.isNone(settings.metricsToken)) return true
-      const sent = bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+      const sent = sentBearer(request)
       return sent !== undefined && sameSecret(sent, Redacted.value(settings.metricsToken.value))
     })
     return handlers

@@ -195,9 +195,14 @@ export const make = (instance: string): MetricsShape => {
   })
 
   let lag: () => Promise<ProjectionLag | undefined> = async () => undefined
-  let lastLag: Promise<ProjectionLag | undefined> | undefined
-  // Both gauges of one scrape share one look at the log's head.
-  const currentLag = () => (lastLag ??= lag().finally(() => setTimeout(() => (lastLag = undefined), 0)))
+  // A scrape collects every gauge at once: the two lag gauges share the one look at the log's head under way.
+  let looking: Promise<ProjectionLag | undefined> | undefined
+  const currentLag = () => {
+    looking ??= lag().finally(() => {
+      looking = undefined
+    })
+    return looking
+  }
   new Gauge({
     name: "sluice_projection_lag_events",
     help: "Events in the log that this instance's projections have not applied yet",

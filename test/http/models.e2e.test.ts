@@ -44,4 +44,14 @@ describe("GET /v1/models", () => {
     expect(answer.status).toBe(401)
     expect(answer.body.error.type).toBe("authentication_error")
   })
+
+  it("allows no other origin by default (SLUICE_CORS_ORIGINS unset)", async () => {
+    const preflight = await fetch(`${sluice.url}/v1/models`, {
+      method: "OPTIONS",
+      headers: { origin: "http://tools.example", "access-control-request-method": "GET" },
+    })
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull()
+    const read = await fetch(`${sluice.url}/v1/models`, { headers: { origin: "http://tools.example", authorization: "Bearer hyi-test-bootstrap-key" } })
+    expect(read.headers.get("access-control-allow-origin")).toBeNull()
+  })
 })
