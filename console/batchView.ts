@@ -47,8 +47,12 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
     )
   }
   const refresh = async () => {
-    batch = await call<Batch>(key, "GET", `/v1/batches/${batchId}`)
-    draw()
+    try {
+      batch = await call<Batch>(key, "GET", `/v1/batches/${batchId}`)
+      draw()
+    } catch (error) {
+      if (!signal.aborted) notice.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
+    }
   }
   // The counts and cost come from the batch object, fetched at most twice a second while rows settle.
   let pending: ReturnType<typeof setTimeout> | undefined
@@ -131,7 +135,9 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
       results.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
     }
   }
-  const open = async (resultId: string) => {
+  const open = (resultId: string) =>
+    openResult(resultId).catch((error: unknown) => detail.replaceChildren(h("p", { class: "error" }, String((error as Error).message))))
+  const openResult = async (resultId: string) => {
     for (const row of results.querySelectorAll("tr.selected")) row.classList.remove("selected")
     results.querySelector(`tr[data-result="${resultId}"]`)?.classList.add("selected")
     const line = await call<ResultLine & { request: unknown }>(key, "GET", `/v1/batches/${batchId}/results/${resultId}`)
@@ -159,7 +165,10 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   )
   void loadResults()
   const ticker = setInterval(draw, 1000)
-  signal.addEventListener("abort", () => clearInterval(ticker))
+  signal.addEventListener("abort", () => {
+    clearInterval(ticker)
+    clearTimeout(pending)
+  })
 
   if (finalStatuses.has(batch.status)) return
   try {

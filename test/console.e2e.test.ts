@@ -31,7 +31,7 @@ describe("the web console in headless Chromium", () => {
     })
     browser = await launchChromium()
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-    page.on("pageerror", (error) => pageErrors.push(error.message))
+    page.on("pageerror", (error) => pageErrors.push(`${page.url()}: ${error.message}`))
     page.on("dialog", (dialog) => void dialog.accept())
   })
   afterAll(async () => {
@@ -95,7 +95,7 @@ describe("the web console in headless Chromium", () => {
     await shot("result-opened")
   })
 
-  it("cancels a running batch", async () => {
+  it("cancels a running batch, then deletes it", async () => {
     const doomed = await api().call("POST", "/v1/batches", {
       requests: [chatRow("stuck", `stuck ${simDirective.hang}`, "slow"), chatRow("next", "never runs", "slow")],
     })
@@ -106,6 +106,12 @@ describe("the web console in headless Chromium", () => {
     await expect.poll(() => page.textContent("#status"), { timeout: 30_000 }).toBe("cancelled")
     expect((await api().call("GET", `/v1/batches/${doomed.body.id}`)).body.status).toBe("cancelled")
     await shot("batch-cancelled")
+
+    // Deleting it (the page asks first; the test accepts) leads back to the list, without it.
+    await page.click("#delete")
+    await page.waitForSelector("#batches")
+    expect(await page.$(`tr[data-batch="${doomed.body.id}"]`)).toBeNull()
+    expect((await api().call("GET", `/v1/batches/${doomed.body.id}`)).status).toBe(404)
   })
 
   it("shows every model's slots, queue and lease owner to the admin", async () => {
