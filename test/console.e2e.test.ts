@@ -17,7 +17,7 @@ describe("the web console in headless Chromium", () => {
   let browser: Browser
   let page: Page
   const pageErrors: Array<string> = []
-  const shot = (name: string) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true })
+  const shot = (name: string, fullPage = true) => page.screenshot({ path: join(shots, `${name}.png`), fullPage })
   const api = () => client(sluice.url)
 
   beforeAll(async () => {
@@ -112,6 +112,17 @@ describe("the web console in headless Chromium", () => {
     await page.waitForSelector("#batches")
     expect(await page.$(`tr[data-batch="${doomed.body.id}"]`)).toBeNull()
     expect((await api().call("GET", `/v1/batches/${doomed.body.id}`)).status).toBe(404)
+  })
+
+  it("the API reference at /docs renders in the browser from Sluice alone", async () => {
+    const requested: Array<string> = []
+    page.on("request", (request) => requested.push(request.url()))
+    await page.goto(`${sluice.url}/docs`)
+    await page.getByText("Create", { exact: false }).first().waitFor({ timeout: 20_000 })
+    await expect.poll(() => page.textContent("body")).toContain("/v1/batches")
+    await shot("docs", false)
+    page.removeAllListeners("request")
+    expect(requested.filter((url) => !url.startsWith(sluice.url) && !url.startsWith("data:"))).toEqual([])
   })
 
   it("shows every model's slots, queue and lease owner to the admin", async () => {
