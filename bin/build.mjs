@@ -1,5 +1,6 @@
-// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why), and
-// compiles the SDK (`sluice/sdk`) to JavaScript with its .d.ts files in dist/lib.
+// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why), the
+// web console into dist/console/ (which the server serves at /console), and compiles the SDK (`sluice/sdk`) to
+// JavaScript with its .d.ts files in dist/lib.
 import { execFileSync } from "node:child_process"
 import { copyFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -20,7 +21,19 @@ await Promise.all([
   build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs") }),
   // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
   build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
+  build({
+    entryPoints: [path("../console/main.ts")],
+    outfile: path("../dist/console/console.js"),
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    target: "es2022",
+    minify: true,
+    sourcemap: true,
+    logLevel: "warning",
+  }),
 ])
+for (const file of ["index.html", "console.css"]) copyFileSync(path(`../console/${file}`), path(`../dist/console/${file}`))
 // The upstream thread's entry, loaded by its URL next to the server's code (src/actors/upstreamThread.ts).
 mkdirSync(path("../dist"), { recursive: true })
 copyFileSync(path("../src/actors/upstreamWorker.mjs"), path("../dist/upstreamWorker.mjs"))

@@ -8,6 +8,8 @@ import { readJsonBody } from "./body.js"
 import { badRequest, conflict, notFound, unavailable } from "./errors.js"
 import { respondJson } from "./respond.js"
 import { HttpSettings } from "./settings.js"
+import { Dispatcher } from "../actors/Dispatcher.js"
+import { InstanceId } from "../metrics/Metrics.js"
 
 const ADMIN_BODY_BYTES = 1024 * 1024
 
@@ -77,5 +79,38 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
           )
         })),
       )
+  }),
+)
+
+export const AdminModelsLive = HttpApiBuilder.group(SluiceApi, "adminModels", (handlers) =>
+  Effect.gen(function* () {
+    const dispatcher = yield* Dispatcher
+    const instance = yield* InstanceId
+    const admin = authenticateAdmin((yield* HttpSettings).adminToken)
+    return handlers.handleRaw("models", () =>
+      respondJson(
+        Effect.gen(function* () {
+          yield* admin
+          const data = dispatcher.models().map((m) => {
+            let queued = 0
+            for (const n of m.queuedByAccount.values()) queued += n
+            return {
+              id: m.model,
+              batch_concurrency: m.batchConcurrency,
+              concurrency: m.concurrency,
+              pushback: m.batchConcurrency - m.concurrency,
+              slots_limit: m.slotsLimit,
+              slots_in_use: m.slotsInUse,
+              running: m.running,
+              queued,
+              queued_by_account: Object.fromEntries(m.queuedByAccount),
+              interactive_in_flight: m.interactiveInFlight,
+              lease_owner: m.leaseOwner,
+            }
+          })
+          return { object: "list" as const, instance, data }
+        }),
+      ),
+    )
   }),
 )

@@ -13,11 +13,13 @@ import { parseResultId, resultReads } from "../projections/resultReads.js"
 import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, batchNotFound, conflict, unavailable } from "./errors.js"
+import { badRequest, batchNotFound, conflict, notFound, statusOf, unavailable } from "./errors.js"
 import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
-import { parseAfter, parseLimit } from "./pageParams.js"
+import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "./pageParams.js"
+import { makeBodyCache } from "../actors/bodyCache.js"
 import { type ApiError, respondJson, respondJsonText } from "./respond.js"
+import { Metrics } from "../metrics/Metrics.js"
 import { resultsJsonlResponse } from "./resultsJsonl.js"
 import { HttpSettings } from "./settings.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
@@ -34,6 +36,9 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const deleteBatch = yield* makeDeleteBatch
     const settings = yield* HttpSettings
     const log = yield* EventLog
+    const metrics = yield* Metrics
+    // The console's row view reads a row's request from the log, where the bodies are stored.
+    const requestBodies = makeBodyCache(results, log)
     const eventSources = { log, projector, batches, results, closing: yield* EventStreamsClosing }
     const answerError = (error: ApiError) => respondJson(Effect.fail(error))
     const logDown = () => unavailable("Batch inference is unavailable at the moment: the event log cannot be reached")
@@ -75,10 +80,10 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
           yield* limit.hasRoom(caller.account.id)
           const valid = yield* validBatch(caller.account.models)
-          const batchId = yield* limit.holdingPlace(
+          const { batchId, createdAt } = yield* limit.holdingPlace(
             caller.account.id,
             Effect.gen(function* () {
-              const { batchId, seq } = yield* writer
+              const { batchId, seq, createdAt } = yield* writer
                 .create({
                   accountId: caller.account.id,
                   keyId: caller.keyId,
@@ -88,13 +93,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
                 })
                 .pipe(Effect.mapError(logDown))
               yield* projector.awaitSeq(seq)
-              return batchId
+              return { batchId, createdAt }
             }),
           )
           // Nothing runs during the create call: the rows start in the background.
-          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId))
+          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId, createdAt))
           return current(batchId)
-        })),
+        }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
       )
       .handleRaw("retrieve", ({ path }) =>
         respondJson(Effect.gen(function* () {
@@ -131,6 +136,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* owned(caller.account.id, path.batch_id)
           const limit = yield* parseLimit(urlParams.limit, 1000, 100)
           const after = yield* parseAfter(urlParams.after)
+          const status = yield* parseStatusFilter(urlParams.status)
+          const code = yield* parseErrorCodeFilter(urlParams.error_code)
           let from = 0
           if (after !== undefined) {
             const idx = parseResultId(after)
@@ -139,7 +146,24 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             }
             from = idx + 1
           }
-          return results.pageJson(path.batch_id, from, limit)
+          return results.pageJson(path.batch_id, from, limit, { status, code })
+        })),
+      )
+      .handleRaw("result", ({ path }) =>
+        respondJsonText(Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* owned(caller.account.id, path.batch_id)
+          const idx = parseResultId(path.result_id)
+          const line = idx === undefined ? undefined : results.lineJson(path.batch_id, idx)
+          if (idx === undefined || line === undefined) {
+            return yield* Effect.fail(notFound(`No result found with id '${path.result_id}' in batch '${path.batch_id}'`))
+          }
+          const body = yield* requestBodies.take(path.batch_id, idx).pipe(Effect.mapError(logDown))
+          const request =
+            body === undefined
+              ? "null"
+              : `{"custom_id":${JSON.stringify(results.customId(path.batch_id, idx))},"method":"POST","url":"/v1/chat/completions","body":${body}}`
+          return `${line.slice(0, -1)},"request":${request}}`
         })),
       )
       .handleRaw("resultsJsonl", ({ path }) =>

@@ -4,7 +4,8 @@ import { type ApiError, statusOf } from "./errors.js"
 
 export type { ApiError }
 
-const errorResponse = (error: ApiError) =>
+/** An error's envelope with the status annotated on its class, for handlers that answer outside `respondJson`. */
+export const errorResponse = (error: ApiError) =>
   HttpServerResponse.unsafeJson({ error: error.error }, { status: statusOf(error) })
 
 /*

@@ -19,7 +19,10 @@ interface Counters {
  * Batch objects and their counters, one row per batch. Row events move counters held in memory,
  * added in log order, and `flush` writes them: call it before the transaction commits.
  */
-export const batchesProjection = (db: Database.Database) => {
+export const batchesProjection = (
+  db: Database.Database,
+  statuses?: { readonly moved: (from: string | undefined, to: string | undefined) => void },
+) => {
   const s = {
     created: db.prepare(
       `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, expires_at, total, metadata, models)
@@ -42,6 +45,16 @@ export const batchesProjection = (db: Database.Database) => {
     cancelled: db.prepare(`UPDATE batches SET status = 'cancelled', cancelled_at = ? WHERE id = ? AND status = 'cancelling'`),
     completed: db.prepare(`UPDATE batches SET status = 'completed', completed_at = ? WHERE id = ? AND ${open}`),
     deleted: db.prepare(`DELETE FROM batches WHERE id = ?`),
+    status: db.prepare(`SELECT status FROM batches WHERE id = ?`),
+  }
+  const statusOf = (id: string) => (s.status.get(id) as { status: string } | undefined)?.status
+  /** A lifecycle statement, the status it moved the batch from and to told to `statuses` when it took effect. */
+  const moves = (id: string, to: string | undefined, run: () => Database.RunResult): boolean => {
+    if (statuses === undefined) return run().changes > 0
+    const from = statusOf(id)
+    const changed = run().changes > 0
+    if (changed) statuses.moved(from, to)
+    return changed
   }
   const held = new Map<string, Counters | undefined>()
   const counters = (id: string): Counters | undefined => {
@@ -65,7 +78,7 @@ export const batchesProjection = (db: Database.Database) => {
     if (!rowEventTypes.has(event.type)) flush()
     switch (event.type) {
       case "batch_created":
-        s.created.run(
+        moves(event.batch_id, "validating", () => s.created.run(
           event.batch_id,
           event.account_id,
           event.key_id,
@@ -76,13 +89,13 @@ export const batchesProjection = (db: Database.Database) => {
           event.total,
           event.metadata === null ? null : JSON.stringify(event.metadata),
           JSON.stringify(event.models),
-        )
+        ))
         return true
       case "rows_added":
       case "row_bodies":
         return true
       case "batch_started":
-        return s.started.run(secs(event.at), event.batch_id).changes > 0
+        return moves(event.batch_id, "in_progress", () => s.started.run(secs(event.at), event.batch_id))
       case "row_started":
         return settle(event.batch_id, (c) => {
           c.running += 1
@@ -108,17 +121,19 @@ export const batchesProjection = (db: Database.Database) => {
           c.cancelled += 1
         })
       case "batch_cancelling":
-        return s.cancelling.run(secs(event.at), event.cancelled_rows, event.batch_id).changes > 0
+        return moves(event.batch_id, "cancelling", () => s.cancelling.run(secs(event.at), event.cancelled_rows, event.batch_id))
       case "batch_failed":
-        return s.failed.run(secs(event.at), JSON.stringify(event.error), event.failed_rows, event.batch_id).changes > 0
+        return moves(event.batch_id, "failed", () =>
+          s.failed.run(secs(event.at), JSON.stringify(event.error), event.failed_rows, event.batch_id),
+        )
       case "batch_expired":
-        return s.expired.run(secs(event.at), event.expired_rows, event.batch_id).changes > 0
+        return moves(event.batch_id, "expired", () => s.expired.run(secs(event.at), event.expired_rows, event.batch_id))
       case "batch_cancelled":
-        return s.cancelled.run(secs(event.at), event.batch_id).changes > 0
+        return moves(event.batch_id, "cancelled", () => s.cancelled.run(secs(event.at), event.batch_id))
       case "batch_completed":
-        return s.completed.run(secs(event.at), event.batch_id).changes > 0
+        return moves(event.batch_id, "completed", () => s.completed.run(secs(event.at), event.batch_id))
       case "batch_deleted":
-        return s.deleted.run(event.batch_id).changes > 0
+        return moves(event.batch_id, undefined, () => s.deleted.run(event.batch_id))
     }
   }
   return { apply, flush, discard: () => held.clear() }

@@ -25,7 +25,7 @@ export class CreateRejected extends Schema.TaggedError<CreateRejected>()("Create
   param: Schema.NullOr(Schema.String),
 }) {}
 
-const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
+export const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
 
 const reject = (message: string, param: string | null) => Either.left(new CreateRejected({ message, param }))
 
