@@ -8,6 +8,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY bin ./bin
 COPY src ./src
+COPY console ./console
 # `prepare` bundles the server and the CLI into dist/.
 RUN npm ci --omit=dev
 

@@ -12,6 +12,7 @@ import Database from "better-sqlite3"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { cpuMs } from "./cpuTime.js"
 import { cleanupAll, cleanupOnSignals, freePort, MODELS, startNats, startSim, startSluice } from "./processes.js"
 import { batchBody, smallRows } from "./rows.js"
 import { sluiceApi } from "./sluiceApi.js"
@@ -30,11 +31,6 @@ if (which !== "cpu" && which !== "slots") {
   process.exit(2)
 }
 
-/** User plus system CPU time of a process, in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
-const cpuMs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
 
 const cpu = async () => {
   const sim = await startSim(0, await freePort())

@@ -1,13 +1,13 @@
+import { type BatchStatus, FinalBatchStatuses } from "../src/domain/api/BatchStatus.js"
 import { keepAliveAgent, type Reply, request } from "./http.js"
 import { BENCH_KEY } from "./processes.js"
 
 export interface BatchView {
   readonly id: string
-  readonly status: string
+  readonly status: BatchStatus
   readonly request_counts: { readonly total: number; readonly completed: number; readonly failed: number }
 }
 
-const FINAL = new Set(["completed", "failed", "expired", "cancelled"])
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 export interface Created {
@@ -60,14 +60,14 @@ export const sluiceApi = (baseUrl: string, key = BENCH_KEY) => {
     },
     get,
     /** Polls until the batch is final; `at` is performance.now() when that was seen. */
-    waitFinal: (id: string, pollMs = 50, timeoutMs?: number) => waitUntil(id, (b) => FINAL.has(b.status), pollMs, timeoutMs),
+    waitFinal: (id: string, pollMs = 50, timeoutMs?: number) => waitUntil(id, (b) => FinalBatchStatuses.has(b.status), pollMs, timeoutMs),
     waitUntil,
     cancel: (id: string) => json<BatchView>("POST", `/v1/batches/${id}/cancel`),
     remove: (id: string) => call("DELETE", `/v1/batches/${id}`),
     /** Cancels the batch, waits for it to settle and deletes it, so it neither runs nor counts as unfinished. */
     discard: async (id: string) => {
       await json<BatchView>("POST", `/v1/batches/${id}/cancel`)
-      await waitUntil(id, (b) => FINAL.has(b.status), 100)
+      await waitUntil(id, (b) => FinalBatchStatuses.has(b.status), 100)
       await call("DELETE", `/v1/batches/${id}`)
     },
     close: () => agent.destroy(),

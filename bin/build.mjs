@@ -1,5 +1,9 @@
-// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why).
+// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why), the
+// web console into dist/console/ (which the server serves at /console), and compiles the SDK (`sluice/sdk`) to
+// JavaScript with its .d.ts files in dist/lib.
+import { execFileSync } from "node:child_process"
 import { copyFileSync, mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
 import { build } from "esbuild"
 
 const common = {
@@ -17,7 +21,31 @@ await Promise.all([
   build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs") }),
   // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
   build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
+  build({
+    entryPoints: [path("../console/main.ts")],
+    outfile: path("../dist/console/console.js"),
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    target: "es2022",
+    minify: true,
+    sourcemap: true,
+    logLevel: "warning",
+  }),
 ])
+for (const file of ["index.html", "console.css"]) copyFileSync(path(`../console/${file}`), path(`../dist/console/${file}`))
 // The upstream thread's entry, loaded by its URL next to the server's code (src/actors/upstreamThread.ts).
 mkdirSync(path("../dist"), { recursive: true })
 copyFileSync(path("../src/actors/upstreamWorker.mjs"), path("../dist/upstreamWorker.mjs"))
+
+// TypeScript is a development dependency: an install without it (`npm ci --omit=dev`, the Docker image) runs the
+// server and the CLI from their bundles and has no use for the SDK's own build.
+const tsc = (() => {
+  try {
+    return createRequire(import.meta.url).resolve("typescript/bin/tsc")
+  } catch {
+    return undefined
+  }
+})()
+if (tsc === undefined) console.log("typescript is not installed: dist/lib (the SDK's JavaScript) is not built")
+else execFileSync(process.execPath, [tsc, "-p", path("../tsconfig.sdk.json")], { stdio: "inherit" })

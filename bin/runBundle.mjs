@@ -1,5 +1,5 @@
 // Runs an entry point from its esbuild bundle (dist/, built by `npm run build` and on `npm ci`). Loading Effect
-// module by module through tsx takes seconds and about 140 MB of memory; the bundle starts in half a second.
+// module by module through tsx takes seconds and much memory; the bundle starts at once.
 // When any source file is newer than the bundle, the sources run through tsx instead, so an edit is never
 // hidden behind a stale bundle.
 import { readdirSync, statSync } from "node:fs"

@@ -2,6 +2,7 @@ import { type Clock, Effect, Layer, Option, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import * as Accounts from "./actors/Accounts.js"
+import { ActorClock } from "./actors/ActorClock.js"
 import { Admission } from "./actors/Admission.js"
 import { ModelLoad } from "./actors/ModelLoad.js"
 import * as BatchLifecycle from "./actors/BatchLifecycle.js"
@@ -17,6 +18,9 @@ import { serverLayer } from "./http/server.js"
 import { HttpSettings } from "./http/settings.js"
 import * as Projector from "./projections/Projector.js"
 import { ReadModel } from "./projections/ReadModel.js"
+import { ProjectionLag } from "./projections/lag.js"
+import { InstanceId, Metrics } from "./metrics/Metrics.js"
+import { metered } from "./metrics/meteredEventLog.js"
 
 export const logBackend = (config: SluiceConfig) => (Option.isSome(config.natsUrl) ? "nats" : "embedded")
 
@@ -42,15 +46,20 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   mkdirSync(config.dataDir, { recursive: true })
   const onActorClock = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
     options.clock === undefined ? layer : Layer.locallyEffect(layer, Effect.withClock(options.clock))
-  const core = Projector.Live.pipe(
+  const metrics = Metrics.live.pipe(Layer.provideMerge(InstanceId.layer(config.instanceId)))
+  const core = ProjectionLag.layer.pipe(
+    Layer.provideMerge(Projector.Live),
     Layer.provideMerge(ReadModel.layer(readModelPath(config))),
-    Layer.provideMerge(LogHealth.watched(eventLogLayer(config))),
+    Layer.provideMerge(LogHealth.watched(Layer.provide(metered, eventLogLayer(config)))),
+    Layer.provideMerge(metrics),
   )
   const batchWriter = BatchLifecycle.announcing.pipe(
     Layer.provide(onActorClock(BatchWriter.Live)),
     Layer.provideMerge(BatchLifecycle.layer),
   )
-  const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live)).pipe(Layer.provideMerge(core))
+  const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live), onActorClock(ActorClock.layer)).pipe(
+    Layer.provideMerge(core),
+  )
   const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
     Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),
@@ -61,6 +70,8 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     completionWindowMs: config.completionWindowHours * 3_600_000,
     maxUnfinishedBatches: config.maxUnfinishedBatches,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
+    readyMaxLagSeconds: config.readyMaxLagSeconds,
   })
   const bootstrap = Layer.effectDiscard(
     Effect.gen(function* () {
@@ -69,7 +80,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
       yield* accounts.bootstrap(Redacted.value(config.bootstrapKey.value))
     }),
   )
-  const served = serverLayer({ port: config.port, host: config.host }).pipe(
+  const served = serverLayer({ port: config.port, host: config.host, corsOrigins: config.corsOrigins }).pipe(
     Layer.provideMerge(Layer.merge(bootstrap.pipe(Layer.provideMerge(actors)), settings)),
   )
   // Built after the HTTP server so that it is released before it: on SIGTERM no row starts while
@@ -77,5 +88,8 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const stopTakingRowsFirst = Layer.scopedDiscard(
     Effect.flatMap(Dispatcher.Dispatcher, (dispatcher) => Effect.addFinalizer(() => dispatcher.stopTaking)),
   )
-  return stopTakingRowsFirst.pipe(Layer.provide(served))
+  const listening = Layer.effectDiscard(
+    Effect.logInfo(`listening on http://${config.host}:${config.port}`).pipe(Effect.annotateLogs({ instance: config.instanceId })),
+  )
+  return Layer.merge(stopTakingRowsFirst, listening).pipe(Layer.provide(served))
 }

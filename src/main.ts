@@ -1,9 +1,12 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Layer, Option } from "effect"
+import { Cause, Effect, Layer, Logger, Option } from "effect"
 import { appLayer, logBackend } from "./app.js"
 import { SluiceConfig } from "./config/Config.js"
 import { startupFailureLine } from "./startupFailure.js"
 import { testClock } from "./testClockControl.js"
+
+// `text` is one logfmt line per entry; `pretty` spreads its annotations over several lines, for a terminal.
+const loggers = { text: Logger.logFmt, json: Logger.json, pretty: Logger.pretty }
 
 /** A start-up failure an operator can fix is one line on stderr; anything else is shown whole. */
 const report = (cause: Cause.Cause<unknown>, config: SluiceConfig | undefined) =>
@@ -15,11 +18,13 @@ const report = (cause: Cause.Cause<unknown>, config: SluiceConfig | undefined) =
 
 const program = Effect.gen(function* () {
   const config = yield* SluiceConfig.pipe(Effect.tapErrorCause((cause) => report(cause, undefined)))
-  const clock = yield* testClock
-  yield* Effect.logInfo(`sluice starting on http://${config.host}:${config.port} with the ${logBackend(config)} event log`)
-  return yield* Effect.suspend(() =>
-    Layer.launch(appLayer(config, Option.match(clock, { onNone: () => ({}), onSome: (clock) => ({ clock }) }))),
-  ).pipe(Effect.tapErrorCause((cause) => report(cause, config)))
+  return yield* Effect.gen(function* () {
+    const clock = yield* testClock
+    yield* Effect.logInfo(`sluice starting on http://${config.host}:${config.port} with the ${logBackend(config)} event log`)
+    return yield* Effect.suspend(() =>
+      Layer.launch(appLayer(config, Option.match(clock, { onNone: () => ({}), onSome: (clock) => ({ clock }) }))),
+    ).pipe(Effect.tapErrorCause((cause) => report(cause, config)))
+  }).pipe(Effect.provide(loggers[config.logFormat]), Logger.withMinimumLogLevel(config.logLevel))
 }).pipe(Effect.scoped)
 
-NodeRuntime.runMain(program, { disableErrorReporting: true })
+NodeRuntime.runMain(program, { disablePrettyLogger: true, disableErrorReporting: true })

@@ -8,6 +8,7 @@ import { EventLog, type LogUnavailable } from "./eventlog/EventLog.js"
 import { appliedOffset } from "./projections/Projector.js"
 import { openReadOnly, readModelInUse } from "./projections/readModelFile.js"
 import {
+  contentTables,
   differingTables,
   type ReadModelDigest,
   readModelDigest,
@@ -17,9 +18,8 @@ import {
 
 const usage = `Usage: npm run replay [-- --apply]
 
-Rebuilds every projection (batches, results, inputs, accounts, api_keys) from the
-whole event log into a temporary read model next to the live one, and compares
-their content.
+Rebuilds every projection from the whole event log into a temporary read model
+next to the live one, and compares their tables (${contentTables.join(", ")}).
 
   --apply     Replace the live read model by the rebuilt one. The service must be
               stopped: replay refuses while a process holds the live read model open.

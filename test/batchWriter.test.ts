@@ -8,19 +8,23 @@ import type { BatchCommand } from "../src/domain/batch/decide.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
 import * as Projector from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
+import { InstanceId, Metrics } from "../src/metrics/Metrics.js"
 
 /** The writer over a real embedded log, read model and projector, as the service builds them. */
-const writerIn = (dir: string) =>
+const writerWithMetrics = (dir: string) =>
   Effect.map(
     Layer.build(
       BatchWriter.Live.pipe(
         Layer.provideMerge(Projector.Live),
         Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
         Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })),
+        Layer.provideMerge(Metrics.live),
+        Layer.provide(InstanceId.layer("test")),
       ),
     ),
-    (context) => Context.get(context, BatchWriter.BatchWriter),
+    (context) => ({ writer: Context.get(context, BatchWriter.BatchWriter), metrics: Context.get(context, Metrics) }),
   )
+const writerIn = (dir: string) => Effect.map(writerWithMetrics(dir), ({ writer }) => writer)
 
 const completed = (row: number, at: number): BatchCommand => ({
   type: "SettleRow",
@@ -68,5 +72,35 @@ describe("the batch writer", () => {
         }),
       ),
     )
+  })
+
+  it("rows a cancel settles together are counted by their model once the cancel is in the log", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
+    dirs.push(dir)
+    const settled = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { writer, metrics } = yield* writerWithMetrics(dir)
+          const models = ["m1", "m2", "m1", "m2", "m2"]
+          const { batchId } = yield* writer.create({
+            accountId: "acc",
+            keyId: "key",
+            completionWindowMs: 86_400_000,
+            metadata: null,
+            requests: models.map((model, i) => ({ custom_id: `r${i}`, model, body: {} })),
+          })
+          // Row 0 (m1) finishes and row 1 (m2) runs: the cancel settles rows 2 (m1), 3 and 4 (m2).
+          yield* writer.execute(batchId, { type: "StartRow", row: 0, at: 1 })
+          yield* writer.execute(batchId, completed(0, 2))
+          yield* writer.execute(batchId, { type: "StartRow", row: 1, at: 3 })
+          yield* writer.execute(batchId, { type: "Cancel", at: 4 })
+          return (yield* Effect.promise(() => metrics.registry.getSingleMetric("sluice_rows_settled_total")!.get())).values
+        }),
+      ),
+    )
+    const count = (model: string, outcome: string) =>
+      settled.find((v) => v.labels.model === model && v.labels.outcome === outcome)?.value ?? 0
+    expect(count("m1", "cancelled")).toBe(1)
+    expect(count("m2", "cancelled")).toBe(2)
   })
 })

@@ -34,6 +34,25 @@ describe("the README's examples run as written", () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
+  it("the curl quick start creates a batch, keeps its id, waits and lists both results", () => {
+    const block = readmeBlock("curl-quickstart")
+    expect(block).toContain("http://127.0.0.1:8080/v1/batches")
+    // The README's server listens on 8080; this one on a free port. Nothing else in the block changes.
+    const script = block.replaceAll("http://127.0.0.1:8080", sluice.url)
+    const output = execFileSync("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: dir,
+      env: { PATH: process.env["PATH"] ?? "", HOME: dir },
+      encoding: "utf8",
+      timeout: 60_000,
+    })
+    const [batchId, ...results] = output.trim().split("\n")
+    expect(batchId).toMatch(/^batch_[0-9a-zA-Z]+$/)
+    expect(results).toEqual([
+      expect.stringMatching(/^q-1 completed Simulated answer to: Summarize the plot of Hamlet/),
+      expect.stringMatching(/^q-2 completed Simulated answer to: Translate "good morning" into French/),
+    ])
+  })
+
   it("the CLI quick start submits, waits and downloads", () => {
     const work = join(dir, "cli")
     const bin = join(dir, "bin")

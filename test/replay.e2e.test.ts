@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 import { Chunk, Context, Effect, Layer, Stream } from "effect"
@@ -9,7 +11,7 @@ import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
 import { appliedOffset, makeApplier } from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
 import { openReadOnly } from "../src/projections/readModelFile.js"
-import { type ReadModelDigest, readModelDigest, rebuildReadModel, removeReadModelFiles } from "../src/projections/rebuild.js"
+import { contentTables, type ReadModelDigest, readModelDigest, rebuildReadModel, removeReadModelFiles } from "../src/projections/rebuild.js"
 import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
@@ -55,6 +57,28 @@ const replayInTwo = (log: EventLogShape, path: string, cut: number, window: numb
     yield* run(appliedOffset(db) + 1, Number.MAX_SAFE_INTEGER)
     return readModelDigest(db)
   }).pipe(Effect.scoped)
+
+describe("npm run replay -- --help", () => {
+  it("names exactly the tables it compares, each one a table of today's read model", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-replay-help-"))
+    try {
+      const out = await runReplay(dir, undefined, "--help")
+      expect(out.code).toBe(0)
+      const named = /compares their tables \(([^)]*)\)/.exec(out.stdout)?.[1]?.split(", ")
+      const path = join(dir, "read.sqlite")
+      const tables = await Effect.runPromise(
+        Effect.map(ReadModel, (db) =>
+          (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name),
+        ).pipe(Effect.provide(ReadModel.layer(path))),
+      )
+      expect(named).toEqual([...contentTables])
+      for (const table of named ?? []) expect(tables).toContain(table)
+      expect(out.stdout).not.toContain("inputs")
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
 
 describe.each(["embedded", "nats"] as const)("npm run replay on the %s event log", (backend) => {
   let nats: NatsServer | undefined

@@ -45,6 +45,19 @@ describe("the upstream thread", () => {
     }
   })
 
+  it("reads a 429's Retry-After into the outcome's retryAfterMs", async () => {
+    const limited = await startSimulator({ faults: { rate429: 1, retryAfterSeconds: 7 } })
+    try {
+      const outcome = await call(target(limited), "too many")
+      expect(outcome).toMatchObject({ _tag: "Response", status: 429, retryAfterMs: 7_000 })
+      expect(outcome).not.toHaveProperty("retryAfter")
+      const plain = await call(target(fast), "fine")
+      expect(plain).not.toHaveProperty("retryAfterMs")
+    } finally {
+      await limited.close()
+    }
+  })
+
   it("destroys an aborted call's request and never answers it", async () => {
     const to = target(slow)
     let answered = false

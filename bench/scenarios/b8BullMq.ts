@@ -1,10 +1,9 @@
 import { createConnection } from "node:net"
-import { Queue, RedisConnection, Worker } from "bullmq"
+import { Queue, Worker } from "bullmq"
 import { atLeast, figure } from "../figures.js"
 import { keepAliveAgent } from "../http.js"
 import { postChat } from "../plainClient.js"
 import { MODELS } from "../processes.js"
-import { RespClient } from "../redisClient.js"
 import { smallRows } from "../rows.js"
 import type { Scenario } from "../scenario.js"
 import { ratios } from "../stats.js"
@@ -24,17 +23,6 @@ const redisAnswers = (): Promise<boolean> =>
     socket.once("connect", () => socket.write("PING\r\n"))
     socket.once("data", (chunk: Buffer) => done(chunk.toString().startsWith("+PONG")))
   })
-
-/** BullMQ loads ioredis itself when it is installed (an optional peer); otherwise it gets the benchmark's RESP client. */
-const chooseClient = async (): Promise<string> => {
-  try {
-    await import("ioredis" as string)
-    return "ioredis"
-  } catch {
-    RedisConnection.clientFactory = (options) => new RespClient(options as Record<string, unknown>) as never
-    return "bench/redisClient.ts (ioredis, BullMQ's optional peer, is not installed)"
-  }
-}
 
 /** One trial: every row as a job (one addBulk), workers with `concurrency` calling the simulator; rows/s from the first add to the last completion. */
 const bullMqTrial = async (upstreamUrl: string, rows: ReadonlyArray<object>, concurrency: number, trial: number): Promise<number> => {
@@ -72,7 +60,6 @@ export const b8BullMq: Scenario = {
     const { throughputRows: rows, slots, trials } = ctx.sizes
     const sluice = ctx.shared.sluiceRowsPerSecond
     if (sluice === undefined) throw new Error("B8 compares with B2's embedded Sluice trials, and B2 left none")
-    const client = await chooseClient()
     const sim = await ctx.sim(0)
     const bodies = smallRows(rows, MODELS.fast).map((r) => r.body)
     const bull: Array<number> = []
@@ -80,7 +67,6 @@ export const b8BullMq: Scenario = {
       bull.push(await bullMqTrial(sim.url, bodies, slots, t))
       ctx.progress(`B8 trial ${t + 1}: BullMQ ${bull[t]!.toFixed(0)} rows/s`)
     }
-    RedisConnection.clientFactory = undefined
     const scenario = `B2's ${rows.toLocaleString("en")} rows via BullMQ, ${slots} concurrent workers`
     return {
       figures: [
@@ -88,7 +74,7 @@ export const b8BullMq: Scenario = {
         figure({ id: "B8", scenario, backend: "embedded", figure: "Sluice (B2) ÷ BullMQ", samples: ratios(sluice, bull), digits: 2, target: atLeast(1) }),
       ],
       notes: [
-        `B8: Queue.addBulk of every row's body, then a Worker with concurrency ${slots} posting each to the same 0 ms simulator through the same keep-alive node:http client as the plain client, default job options (completed jobs and their results kept in Redis); a fresh queue per trial, obliterated after; Redis client: ${client}; the ratio pairs each BullMQ trial with the B2 embedded Sluice trial of the same number.`,
+        `B8: Queue.addBulk of every row's body, then a Worker with concurrency ${slots} posting each to the same 0 ms simulator through the same keep-alive node:http client as the plain client, default job options (completed jobs and their results kept in Redis); a fresh queue per trial, obliterated after; Redis client: ioredis; the ratio pairs each BullMQ trial with the B2 embedded Sluice trial of the same number.`,
       ],
     }
   },

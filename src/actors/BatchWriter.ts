@@ -7,7 +7,9 @@ import { batchMsgId, batchSubject } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, type WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
-import { loadBatchState } from "./batchState.js"
+import { type BatchOwner, loadBatchOwner, loadBatchState } from "./batchState.js"
+import { afterWritten, logLifecycle } from "./writtenHooks.js"
+import { Metrics } from "../metrics/Metrics.js"
 import { appendBodies, rowsMessages } from "./rowsAdded.js"
 
 export interface NewBatch {
@@ -27,7 +29,9 @@ export interface Written {
 }
 
 export interface BatchWriterShape {
-  readonly create: (batch: NewBatch) => Effect.Effect<{ readonly batchId: string; readonly seq: number }, LogUnavailable>
+  readonly create: (
+    batch: NewBatch,
+  ) => Effect.Effect<{ readonly batchId: string; readonly seq: number; readonly createdAt: number }, LogUnavailable>
   /** Decides the command against the batch's state and writes the events: the single writer of each batch. */
   readonly execute: (batchId: string, command: BatchCommand) => Effect.Effect<Written, Rejection | LogUnavailable>
   /**
@@ -53,10 +57,13 @@ interface Outgoing {
   readonly messages: ReadonlyArray<AppendInput>
   exit: AppendExit | undefined
   waiting: Array<(exit: AppendExit) => void> | undefined
+  /** Run once the log holds the decision (logs, metrics). */
+  readonly after: Effect.Effect<void> | undefined
 }
 
 interface Entry {
   state: BatchState
+  readonly owner: BatchOwner | undefined
   readonly outbox: Array<Outgoing>
   draining: boolean
 }
@@ -115,8 +122,9 @@ export const Live = Layer.effect(
     // Captured at construction: a batch's times follow the clock the service was built with, whoever calls it.
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
+    const metrics = yield* Metrics
     const live = new Map<string, Entry>()
-    const fresh = (state: BatchState): Entry => ({ state, outbox: [], draining: false })
+    const fresh = (state: BatchState, owner: BatchOwner | undefined): Entry => ({ state, owner, outbox: [], draining: false })
 
     const entry = (batchId: string) =>
       Effect.gen(function* () {
@@ -126,7 +134,7 @@ export const Live = Layer.effect(
         yield* projector.awaitSeq(yield* log.lastSeq)
         const again = live.get(batchId)
         if (again !== undefined) return again
-        const loaded = fresh(loadBatchState(db, batchId) ?? initialState(batchId))
+        const loaded = fresh(loadBatchState(db, batchId) ?? initialState(batchId), loadBatchOwner(db, batchId))
         live.set(batchId, loaded)
         return loaded
       })
@@ -140,8 +148,11 @@ export const Live = Layer.effect(
           let offset = 0
           for (const decision of sending) {
             const count = decision.messages.length
-            settle(decision, Exit.map(exit, (written) => written.slice(offset, offset + count)))
+            const outcome = Exit.map(exit, (written) => written.slice(offset, offset + count))
+            settle(decision, outcome)
             offset += count
+            const stored = Exit.isSuccess(outcome) && outcome.value.some((r) => !r.duplicate)
+            if (stored && decision.after !== undefined) yield* decision.after
           }
         }
         current.draining = false
@@ -159,10 +170,11 @@ export const Live = Layer.effect(
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = decision.right
       if (events.length === 0) return Effect.succeed({ events, written: nothingWritten })
+      const after = afterWritten(db, metrics, current.state, current.owner, events)
       const wasFinal = isFinal(current.state.status)
       current.state = events.reduce(evolve, current.state)
       const finished = !wasFinal && isFinal(current.state.status)
-      const outgoing: Outgoing = { messages: events.map(message), exit: undefined, waiting: undefined }
+      const outgoing: Outgoing = { messages: events.map(message), exit: undefined, waiting: undefined, after }
       current.outbox.push(outgoing)
       if (!current.draining) {
         current.draining = true
@@ -210,8 +222,10 @@ export const Live = Layer.effect(
         rows = undefined
         // A crash before the rows are appended leaves bodies that no batch names: never read, purged by nobody.
         const written = yield* log.append(messages(yield* appendBodies(log, rowMessages)))
-        live.set(batchId, fresh(evolve(initialState(batchId), created)))
-        return { batchId, seq: Math.max(...written.map((w) => w.seq)) }
+        const owner = { accountId: created.account_id, models: created.models }
+        live.set(batchId, fresh(evolve(initialState(batchId), created), owner))
+        yield* logLifecycle(created, owner)
+        return { batchId, seq: Math.max(...written.map((w) => w.seq)), createdAt: now }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
     }
 

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { Catalog } from "../config/Catalog.js"
+import { ModelCatalog } from "../config/ModelCatalog.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads } from "../projections/batchReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -8,19 +8,20 @@ import { BatchWriter } from "./BatchWriter.js"
 import { Admission } from "./Admission.js"
 import { type ModelActor, makeModelActor } from "./ModelActor.js"
 import { ModelLoad } from "./ModelLoad.js"
+import { InstanceId, Metrics, type ModelSnapshot } from "../metrics/Metrics.js"
 
 export interface DispatcherShape {
   /** Hands a batch's waiting rows to their models' actors: one read per batch, never one per row. */
-  readonly enqueueBatch: (batchId: string) => Effect.Effect<void>
+  readonly enqueueBatch: (batchId: string, createdAt?: number) => Effect.Effect<void>
   readonly dropBatch: (batchId: string) => void
   /** Shutdown has begun: the model actors start no more rows and let the running ones finish. */
   readonly stopTaking: Effect.Effect<void>
   readonly actors: ReadonlyMap<string, ModelActor>
+  /** Every model's slots, queue and load now, in catalog order. */
+  readonly models: () => ReadonlyArray<ModelSnapshot>
 }
 
 export class Dispatcher extends Context.Tag("Actors/Dispatcher")<Dispatcher, DispatcherShape>() {}
-
-export class ModelCatalog extends Context.Tag("Actors/ModelCatalog")<ModelCatalog, Catalog>() {}
 
 export const Live = Layer.scoped(
   Dispatcher,
@@ -34,25 +35,31 @@ export const Live = Layer.scoped(
     const admission = yield* Admission
     const load = yield* ModelLoad
     const log = yield* EventLog
+    const metrics = yield* Metrics
+    // One instance owns every model until leases exist.
+    const owner = yield* InstanceId
     for (const model of catalog.values()) {
-      actors.set(model.id, yield* makeModelActor(model, writer, results, log, admission, load))
+      actors.set(model.id, yield* makeModelActor(model, writer, results, log, admission, load, metrics, owner))
     }
+    const models = () => [...actors.values()].map((actor) => actor.snapshot())
+    metrics.watchModels(models)
 
     const failUnservable = (batchId: string, row: number, model: string) =>
       Effect.gen(function* () {
         const started = yield* writer.execute(batchId, { type: "StartRow", row, at: yield* writer.now })
         const start = started.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") return
-        yield* writer.execute(batchId, {
+        const settled = yield* writer.execute(batchId, {
           type: "SettleRow",
           row,
           attempt: start.attempt,
           at: yield* writer.now,
           outcome: { _tag: "Permanent", error: { code: "model_not_found", message: `Model '${model}' not found`, status: 404 } },
         })
+        if (settled.events.some((e) => e.type === "row_failed")) metrics.rowSettled(model, "failed", "model_not_found")
       })
 
-    const enqueueBatch = (batchId: string) =>
+    const enqueueBatch = (batchId: string, createdAt?: number) =>
       Effect.gen(function* () {
         const batch = batches.one(batchId)
         if (batch === undefined) return
@@ -68,7 +75,7 @@ export const Live = Layer.scoped(
         }
         for (const [model, rows] of byModel) {
           const actor = actors.get(model)
-          if (actor !== undefined) actor.enqueue(batch.account_id, batchId, rows)
+          if (actor !== undefined) actor.enqueue(batch.account_id, batchId, rows, createdAt ?? batch.created_at * 1000)
           else for (const row of rows) yield* failUnservable(batchId, row, model)
         }
         yield* writer.execute(batchId, { type: "Reconcile", at: yield* writer.now })
@@ -87,6 +94,7 @@ export const Live = Layer.scoped(
         for (const actor of actors.values()) actor.stopTaking()
       }),
       actors,
+      models,
     }
   }),
 )

@@ -2,6 +2,7 @@ import { Effect, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
+import type { BatchEvent } from "../domain/batch/events.js"
 import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import { type EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
@@ -13,18 +14,23 @@ import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
 import { makeBodyCache } from "./bodyCache.js"
 import { makeUpstreamCaller } from "./upstreamCall.js"
+import { type MetricsShape, type ModelSnapshot, answerLabel } from "../metrics/Metrics.js"
 
 export interface ModelActor {
   readonly model: ModelEntry
-  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>) => void
+  /** `createdAt` (ms), when known, times the rows' first starts. */
+  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>, createdAt?: number) => void
   readonly drop: (batchId: string) => void
   /** Shutdown has begun: no row starts from now on; the running ones go on to finish. */
   readonly stopTaking: () => void
   readonly inFlight: () => number
   readonly queued: () => number
+  readonly snapshot: () => ModelSnapshot
 }
 
 const SHUTDOWN_GRACE_MS = 30_000
+/** Batches whose create time is kept for their rows' first starts; the oldest is forgotten first. */
+const CREATED_AT_LIMIT = 10_000
 const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
 /**
@@ -39,6 +45,8 @@ export const makeModelActor = (
   log: EventLogShape,
   admission: AdmissionShape,
   load: ModelLoadShape,
+  metrics: MetricsShape,
+  leaseOwner: string,
 ) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
@@ -59,6 +67,14 @@ export const makeModelActor = (
     let calling = 0
     let busy = 0
     let draining = false
+    const createdAt = new Map<string, number>()
+    /** Rows sleeping until their retry, by account: queued, though not in the queue. */
+    const retrying = new Map<string, number>()
+    const bumpRetrying = (accountId: string, by: number) => {
+      const n = (retrying.get(accountId) ?? 0) + by
+      if (n > 0) retrying.set(accountId, n)
+      else retrying.delete(accountId)
+    }
 
     /** Lets up to `n` waiting workers look for a row again: one freed slot wakes one worker, not all. */
     const wake = (n = Infinity) => {
@@ -71,7 +87,11 @@ export const makeModelActor = (
       draining = true
       wakeAll()
     }
-    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>) => {
+    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>, created?: number) => {
+      if (created !== undefined) {
+        if (createdAt.size >= CREATED_AT_LIMIT) createdAt.delete(createdAt.keys().next().value!)
+        createdAt.set(batchId, created)
+      }
       queue.push(accountId, batchId, rows)
       wake(Math.max(0, load.batchSlots(model) + held - calling))
     }
@@ -101,22 +121,25 @@ export const makeModelActor = (
       return item !== undefined ? Effect.succeed(item) : Effect.flatMap(waitForTurn, () => nextRow)
     })
 
-    const outcomeOf = (attempt: number, body: string, freeSlot: () => void) =>
-      Effect.flatMap(
-        upstream.call(body, (answer) => {
+    const outcomeOf = (attempt: number, body: string, freeSlot: () => void) => {
+      metrics.attempt(model.id)
+      return Effect.flatMap(
+        upstream.call(body, (answer, seconds) => {
+          metrics.upstreamAnswered(model.id, answerLabel(answer), seconds)
           // Pushback cuts the slots before this one is given back.
           load.observe(model, answer._tag === "Response" ? answer.status : undefined)
           freeSlot()
         }),
-        (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome }> => {
+        (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome; readonly reason: string }> => {
           const classified = classifyUpstream(answer)
           const at = clock.unsafeCurrentTimeMillis()
+          const reason = answerLabel(answer)
           switch (classified._tag) {
             case "Success": {
               const completion = answer._tag === "Response" ? answer.body : null
               const response = { status_code: 200, request_id: `req_${randomUUID().replaceAll("-", "")}`, body: completion }
               const usage = (completion as { usage?: unknown } | null)?.usage
-              return Effect.succeed({ at, outcome: { _tag: "Completed", response, costUsd: costUsd(model, usage) } })
+              return Effect.succeed({ at, reason, outcome: { _tag: "Completed", response, costUsd: costUsd(model, usage) } })
             }
             case "Retryable": {
               const error =
@@ -125,12 +148,14 @@ export const makeModelActor = (
                   : { code: classified.code, message: classified.message, status: classified.status }
               return Effect.map(Random.next, (random) => ({
                 at,
+                reason,
                 outcome: { _tag: "Retryable", error, retryAt: at + backoffMs(attempt, random, classified.retryAfterMs) },
               }))
             }
             case "Permanent":
               return Effect.succeed({
                 at,
+                reason,
                 outcome: {
                   _tag: "Permanent",
                   error: { code: classified.code, message: classified.message, status: classified.status },
@@ -139,6 +164,17 @@ export const makeModelActor = (
           }
         },
       )
+    }
+
+    // Counted once the log holds the settle: a decision retried after a failed append is counted then.
+    const countSettled = (events: ReadonlyArray<BatchEvent>, reason: string) => {
+      for (const e of events) {
+        if (e.type === "row_completed") metrics.rowSettled(model.id, "completed")
+        else if (e.type === "row_failed") metrics.rowSettled(model.id, "failed", e.error.code)
+        else if (e.type === "row_cancelled") metrics.rowSettled(model.id, "cancelled")
+        else if (e.type === "row_retrying") metrics.retry(model.id, reason)
+      }
+    }
 
     /**
      * `attempt` again, with a warning each time, while the log is unavailable (a NATS restart, a publish
@@ -208,16 +244,21 @@ export const makeModelActor = (
         const decided = yield* decideStart(batchId, row)
         const start = decided.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") return
+        const created = start.attempt === 1 ? createdAt.get(batchId) : undefined
+        if (created !== undefined) metrics.firstStart(model.id, (start.at - created) / 1000)
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
         const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"
-        const { at, outcome } = yield* outcomeOf(start.attempt, body, freeSlot)
+        const { at, outcome, reason } = yield* outcomeOf(start.attempt, body, freeSlot)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
         if (attempt === undefined) return
         const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })
+        countSettled(settled.events, reason)
         const retry = settled.events.find((e) => e.type === "row_retrying")
         if (retry !== undefined && retry.type === "row_retrying") {
+          bumpRetrying(accountId, 1)
           yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
+            Effect.ensuring(Effect.sync(() => bumpRetrying(accountId, -1))),
             Effect.andThen(() => enqueue(accountId, batchId, [row])),
             Effect.forkDaemon,
           )
@@ -269,9 +310,25 @@ export const makeModelActor = (
       drop: (batchId: string) => {
         queue.drop(batchId)
         bodies.drop(batchId)
+        createdAt.delete(batchId)
       },
       stopTaking,
       inFlight: () => calling,
       queued: () => queue.size,
+      snapshot: () => {
+        const queuedByAccount = queue.sizesByAccount()
+        for (const [accountId, n] of retrying) queuedByAccount.set(accountId, (queuedByAccount.get(accountId) ?? 0) + n)
+        return {
+          model: model.id,
+          batchConcurrency: model.batchConcurrency,
+          concurrency: load.concurrency(model),
+          slotsLimit: load.batchSlots(model),
+          slotsInUse: Math.max(0, calling - upstream.held()),
+          running: busy,
+          queuedByAccount,
+          interactiveInFlight: load.interactiveInFlight(model),
+          leaseOwner,
+        }
+      },
     } satisfies ModelActor
   })

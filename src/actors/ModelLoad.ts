@@ -17,6 +17,9 @@ import { waitingRequests } from "../domain/upstream/waitingRequests.js"
  */
 export interface ModelLoadShape {
   readonly batchSlots: (model: ModelEntry) => number
+  /** The model's concurrency after pushback, before interactive requests take their slots. */
+  readonly concurrency: (model: ModelEntry) => number
+  readonly interactiveInFlight: (model: ModelEntry) => number
   /** The outcome of one batch attempt, so pushback (429/503) can shrink the model's slots. */
   readonly observe: (model: ModelEntry, status: number | undefined) => void
   /** Calls `listener` whenever a model's batch slots may have grown. */
@@ -135,6 +138,8 @@ const live = Layer.scopedContext(
 
     const load: ModelLoadShape = {
       batchSlots: (model) => slots(lane(model)),
+      concurrency: (model) => concurrency(lane(model)),
+      interactiveInFlight: (model) => lane(model).interactive,
       observe: (model, status) => {
         if (status === 429 || status === 503) pushback(lane(model))
       },
@@ -167,6 +172,8 @@ export class ModelLoad extends Context.Tag("Actors/ModelLoad")<ModelLoad, ModelL
   static readonly fixed = Layer.merge(
     Layer.succeed(ModelLoad, {
       batchSlots: (model) => model.batchConcurrency,
+      concurrency: (model) => model.batchConcurrency,
+      interactiveInFlight: () => 0,
       observe: () => undefined,
       onChange: () => undefined,
       onFewer: () => undefined,

@@ -1,4 +1,5 @@
 import { Effect, FiberMap, Layer, Queue, Schedule } from "effect"
+import { OpenBatchStatuses } from "../domain/api/BatchStatus.js"
 import { isFinal } from "../domain/batch/state.js"
 import { type BatchDeadlines, batchReads } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
@@ -76,7 +77,7 @@ export const layer = (options: TimersOptions) =>
             yield* FiberMap.remove(timers, expiry(batchId))
             return yield* FiberMap.remove(timers, retention(batchId))
           }
-          if (batch.status === "validating" || batch.status === "in_progress") {
+          if (OpenBatchStatuses.has(batch.status)) {
             return yield* FiberMap.run(timers, expiry(batchId), at(batch.expires_at * 1000, expire(batchId)), {
               onlyIfMissing: true,
             })

@@ -51,3 +51,28 @@ export const loadBatchState = (db: ReadModel["Type"], batchId: string): BatchSta
     finalWritten: batch.final_written ?? undefined,
   }
 }
+
+/** Whose batch it is and which models its rows use, for the writer's logs and metrics. */
+export interface BatchOwner {
+  readonly accountId: string
+  readonly models: ReadonlyArray<string>
+}
+
+export const loadBatchOwner = (db: ReadModel["Type"], batchId: string): BatchOwner | undefined => {
+  const row = db.prepare(`SELECT account_id, models FROM batches WHERE id = ?`).get(batchId) as
+    | { account_id: string; models: string }
+    | undefined
+  return row === undefined ? undefined : { accountId: row.account_id, models: JSON.parse(row.models) as Array<string> }
+}
+
+/** Each row's model, by index: read once, when a batch of several models closes with rows unstarted. */
+export const loadRowModels = (db: ReadModel["Type"], batchId: string): Array<string> => {
+  const models: Array<string> = []
+  for (const { idx, model } of db.prepare(`SELECT idx, model FROM results WHERE batch_id = ?`).iterate(batchId) as Iterable<{
+    idx: number
+    model: string
+  }>) {
+    models[idx] = model
+  }
+  return models
+}

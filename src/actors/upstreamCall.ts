@@ -26,12 +26,14 @@ const targetOf = (model: ModelEntry): UpstreamTarget => {
 interface InFlight {
   /** Infinity while the call waits in the upstream thread for a slot: its timeout runs from when it is sent. */
   deadline: number
+  /** When the request was sent (performance.now()), for its latency: wall time, whatever clock the actors run on. */
+  sentAt: number
   readonly settle: (outcome: UpstreamOutcome) => void
 }
 
 export interface UpstreamCaller {
   /** One attempt of one row, which never fails: every way it can end is an outcome. */
-  readonly call: (body: string, onAnswered?: (outcome: UpstreamOutcome) => void) => Effect.Effect<UpstreamOutcome>
+  readonly call: (body: string, onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void) => Effect.Effect<UpstreamOutcome>
   /** At most this many calls at the model at once; calls beyond it wait in the upstream thread. */
   readonly limit: (slots: number) => void
   /** The calls waiting in the upstream thread for a slot, as far as its reports have come. */
@@ -39,9 +41,9 @@ export interface UpstreamCaller {
 }
 
 /**
- * The model's upstream calls. Timeouts run on the actors' clock, but not as a race per call (a
- * sleeping fiber raced against each request cost about 90 µs a row): one fiber sleeps until the
- * earliest deadline and aborts whatever has passed it. The calls in flight are few (the model's
+ * The model's upstream calls. Timeouts run on the actors' clock, but not as a race per call, whose
+ * sleeping fiber per request was a large part of a row's CPU: one fiber sleeps until the earliest
+ * deadline and aborts whatever has passed it. The calls in flight are few (the model's
  * slots and the few held beyond them), so finding the earliest is a scan.
  */
 export const makeUpstreamCaller = (model: ModelEntry) =>
@@ -82,6 +84,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     })
     yield* Effect.forkScoped(sweep)
     const arm = (call: InFlight) => {
+      call.sentAt = performance.now()
       call.deadline = clock.unsafeCurrentTimeMillis() + model.timeoutMs
       Deferred.unsafeDone(armed, Effect.void)
     }
@@ -94,7 +97,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     }
 
     /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
-    const call = (body: string, onAnswered?: (outcome: UpstreamOutcome) => void): Effect.Effect<UpstreamOutcome> =>
+    const call = (body: string, onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
         let id = -1
         let settled = false
@@ -102,12 +105,12 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
           if (settled) return
           settled = true
           inFlight.delete(id)
-          onAnswered?.(outcome)
+          onAnswered?.(outcome, (performance.now() - entry.sentAt) / 1000)
           // Answers arrive many at once: the slots they free send their next calls before any of these
-          // rows' bookkeeping runs, or the last call of a round would wait for all of it (B3).
+          // rows' bookkeeping runs, or the last call of a round would wait for all of it.
           queueMicrotask(() => resume(Effect.succeed(outcome)))
         }
-        const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, settle }
+        const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, sentAt: performance.now(), settle }
         id = thread.send(target, upstreamBody(model, body), settle, (held) => {
           if (held) entry.deadline = Number.POSITIVE_INFINITY
           else arm(entry)

@@ -1,5 +1,6 @@
 import { Effect, type Scope } from "effect"
 import { Worker } from "node:worker_threads"
+import { retryAfterMs } from "../domain/retry/retryAfter.js"
 import type { UpstreamOutcome } from "../domain/upstream/UpstreamOutcome.js"
 
 /** Where one model's batch calls go: node:http's options, worked out once per model. */
@@ -42,8 +43,18 @@ interface ToWorker {
   readonly limits: Array<readonly [number, number]>
 }
 
+/** As the thread answers: a Response carries its `Retry-After` header as sent. */
+type WorkerOutcome = UpstreamOutcome | (UpstreamOutcome & { readonly _tag: "Response"; readonly retryAfter?: string })
+
+const fromWorker = (outcome: WorkerOutcome): UpstreamOutcome => {
+  if (outcome._tag !== "Response" || !("retryAfter" in outcome)) return outcome
+  const { retryAfter, ...response } = outcome
+  const ms = retryAfterMs(retryAfter, Date.now())
+  return ms === undefined ? response : { ...response, retryAfterMs: ms }
+}
+
 interface FromWorker {
-  readonly answers: ReadonlyArray<readonly [number, UpstreamOutcome]>
+  readonly answers: ReadonlyArray<readonly [number, WorkerOutcome]>
   /** Calls that were held and have been sent since. */
   readonly launched: ReadonlyArray<number>
   /** Calls held on arrival, for want of a slot. */
@@ -51,9 +62,9 @@ interface FromWorker {
 }
 
 /**
- * The batch calls' HTTP, on a thread of its own. Sending a request and reading its answer took about
- * 50 µs of the main thread per row, a fifth of all the work Sluice does for a row; through the
- * thread, with one message each way per turn of the event loop, it takes about 5 µs.
+ * The batch calls' HTTP, on a thread of its own: sending a request and parsing its answer was a large
+ * share of the main thread's work per row, and through the thread, with one message each way per turn
+ * of the event loop, it is a small one.
  */
 const makeThread = (): UpstreamThread => {
   const targets: Array<UpstreamTarget> = []
@@ -96,7 +107,7 @@ const makeThread = (): UpstreamThread => {
         if (settle === undefined) continue
         waiting.delete(id)
         holds.delete(id)
-        settle(outcome)
+        settle(fromWorker(outcome))
       }
     })
     started.on("error", (error) => stopped(started, `the upstream thread failed: ${error.message}`))

@@ -51,15 +51,6 @@ const freeSlot = (id) => {
   sendHeld(lane)
 }
 
-/** @param {string | undefined} header */
-const retryAfterMs = (header) => {
-  if (header === undefined) return undefined
-  const seconds = Number(header)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const date = Date.parse(header)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
-}
-
 // Answers go back in one message per turn of the event loop: a message per answer cost the main
 // thread more than the call itself. The message also names the calls that were held and have been
 // sent since, and those held on arrival: a call's timeout runs from when it is sent.
@@ -138,8 +129,9 @@ const launch = (call, lane) => {
           }
           body = text
         }
-        const after = retryAfterMs(/** @type {string | undefined} */ (response.headers["retry-after"]))
-        answer(call.id, after === undefined ? { _tag: "Response", status, body } : { _tag: "Response", status, body, retryAfterMs: after })
+        // The main thread reads Retry-After, with the domain's parser (this file is plain JavaScript).
+        const after = response.headers["retry-after"]
+        answer(call.id, after === undefined ? { _tag: "Response", status, body } : { _tag: "Response", status, body, retryAfter: after })
       })
     },
   )

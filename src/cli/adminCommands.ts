@@ -1,8 +1,8 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { SluiceAdmin } from "../sdk/index.js"
-import { loadCredentials } from "./credentials.js"
+import { adminClient } from "./clients.js"
+import { group, leaf } from "./commandTree.js"
 import { fail, sdk } from "./failure.js"
 import { out } from "./output.js"
 
@@ -10,13 +10,6 @@ const adminToken = Options.text("admin-token").pipe(
   Options.withDescription("The server's SLUICE_ADMIN_TOKEN (default: that environment variable)"),
   Options.optional,
 )
-
-const adminClient = (token: Option.Option<string>) =>
-  Effect.suspend(() => {
-    const adminToken = Option.getOrUndefined(token) ?? process.env["SLUICE_ADMIN_TOKEN"]
-    if (adminToken === undefined || adminToken === "") return fail("No admin token: pass --admin-token or set SLUICE_ADMIN_TOKEN")
-    return Effect.succeed(new SluiceAdmin({ adminToken, baseUrl: loadCredentials().baseUrl }))
-  })
 
 const limit = (name: string, description: string) =>
   Options.text(name).pipe(Options.withDescription(`${description}; "none" for no limit`), Options.optional)
@@ -67,7 +60,9 @@ const payload = (s: Settings) =>
     }
   })
 
-const createAccount = Command.make(
+const createAccount = leaf(
+  "Create an account",
+  Command.make(
   "create",
   { adminToken, id: Options.text("id").pipe(Options.withDescription("The account id: letters, digits, _ and -")), ...settings },
   ({ adminToken, id, ...s }) =>
@@ -76,9 +71,12 @@ const createAccount = Command.make(
       const settings = yield* payload(s)
       yield* out(JSON.stringify(yield* sdk(() => admin.accounts.create({ id, ...settings }))))
     }),
-).pipe(Command.withDescription("Create an account"))
+  ),
+)
 
-const updateAccount = Command.make(
+const updateAccount = leaf(
+  "Change an account's tier, limits, models or status",
+  Command.make(
   "update",
   {
     adminToken,
@@ -95,9 +93,12 @@ const updateAccount = Command.make(
       const patch = { ...(yield* payload(s)), ...Option.match(status, { onNone: () => ({}), onSome: (status) => ({ status }) }) }
       yield* out(JSON.stringify(yield* sdk(() => admin.accounts.update(id, patch))))
     }),
-).pipe(Command.withDescription("Change an account's tier, limits, models or status"))
+  ),
+)
 
-const createKey = Command.make(
+const createKey = leaf(
+  "Create a key; its secret is printed once",
+  Command.make(
   "create",
   {
     adminToken,
@@ -110,19 +111,27 @@ const createKey = Command.make(
       const input = Option.match(expiresAt, { onNone: () => ({}), onSome: (expires_at) => ({ expires_at }) })
       yield* out(JSON.stringify(yield* sdk(() => admin.keys.create(accountId, input))))
     }),
-).pipe(Command.withDescription("Create a key; its secret is printed once"))
+  ),
+)
 
-const revokeKey = Command.make("revoke", { adminToken, keyId: Options.text("key-id") }, ({ adminToken, keyId }) =>
-  Effect.gen(function* () {
-    const admin = yield* adminClient(adminToken)
-    yield* out(JSON.stringify(yield* sdk(() => admin.keys.revoke(keyId))))
-  }),
-).pipe(Command.withDescription("Revoke a key: calls made with it answer 401 from then on"))
+const revokeKey = leaf(
+  "Revoke a key: calls made with it answer 401 from then on",
+  Command.make("revoke", { adminToken, keyId: Options.text("key-id") }, ({ adminToken, keyId }) =>
+    Effect.gen(function* () {
+      const admin = yield* adminClient(adminToken)
+      yield* out(JSON.stringify(yield* sdk(() => admin.keys.revoke(keyId))))
+    }),
+  ),
+)
 
-export const adminCommand = Command.make("admin").pipe(
-  Command.withDescription("Accounts and keys, over the admin API"),
+const account = group("account", "Create an account or change it (tier, limits, models, status)", [createAccount.node, updateAccount.node])
+const key = group("key", "Create an account's API key, or revoke one", [createKey.node, revokeKey.node])
+const admin = group("admin", "Accounts and keys, over the admin API (needs the server's SLUICE_ADMIN_TOKEN)", [account.node, key.node])
+
+export const adminNode = admin.node
+export const adminCommand = admin.own.pipe(
   Command.withSubcommands([
-    Command.make("account").pipe(Command.withSubcommands([createAccount, updateAccount])),
-    Command.make("key").pipe(Command.withSubcommands([createKey, revokeKey])),
+    account.own.pipe(Command.withSubcommands([createAccount.command, updateAccount.command])),
+    key.own.pipe(Command.withSubcommands([createKey.command, revokeKey.command])),
   ]),
 )

@@ -1,20 +1,13 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Effect, HashMap, Option } from "effect"
-import { resultLineFromEvent, SluiceClient, WaitTimeoutError } from "../sdk/index.js"
-import { loadCredentials } from "./credentials.js"
+import { Effect, Option } from "effect"
+import { type Batch, resultLineFromEvent, WaitTimeoutError } from "../sdk/index.js"
+import { apiClient, READ_RETRIES } from "./clients.js"
+import { group, leaf } from "./commandTree.js"
 import { CliFailure, ExitCode, fail, sdk } from "./failure.js"
+import { metadataOption } from "./metadataOption.js"
 import { note, out, outDrained } from "./output.js"
 import { type ProgressView, progressBar, progressLogLine, type Sample } from "./progress.js"
-
-type Batch = Awaited<ReturnType<SluiceClient["getBatch"]>>
-
-export const apiClient = Effect.suspend(() => {
-  const { apiKey, baseUrl } = loadCredentials()
-  if (apiKey === undefined)
-    return fail("No API key: run `sluice auth login --api-key <key>` or set SLUICE_API_KEY")
-  return Effect.succeed(new SluiceClient({ apiKey, baseUrl }))
-})
 
 const batchId = Options.text("batch-id").pipe(Options.withDescription("The batch's id, batch_…"))
 const json = Options.boolean("json").pipe(Options.withDescription("Print the API's JSON instead of a summary"))
@@ -34,44 +27,64 @@ const view = (b: Batch): ProgressView => ({
   failed: b.request_counts.failed,
 })
 
+const rows = (n: number) => `${n} ${n === 1 ? "row" : "rows"}`
+
+const timedOut = (error: WaitTimeoutError, seconds: number) => {
+  const c = error.requestCounts
+  return (
+    `batch ${error.batchId} did not finish within --timeout ${seconds}: it is still ${error.status}, ` +
+    `${c.completed + c.failed} of ${c.total} requests finished (${c.completed} completed, ${c.failed} failed). ` +
+    "Run wait again, or give a longer --timeout."
+  )
+}
+
 const summary = (b: Batch) =>
   `${b.id} ${b.status}: ${b.request_counts.completed + b.request_counts.failed}/${b.request_counts.total} done, ${b.request_counts.failed} failed`
 
-const submit = Command.make(
-  "submit",
-  {
-    inputFile: Options.file("input-file", { exists: "yes" }).pipe(
-      Options.withDescription("JSONL: one row per line, as an OpenAI envelope, {custom_id?, body} or {content}"),
-    ),
-    model: Options.text("model").pipe(
-      Options.withDescription("The model for rows that name none (content-only lines need it)"),
-      Options.optional,
-    ),
-    metadata: Options.keyValueMap("metadata").pipe(Options.withDescription("key=value, repeatable"), Options.optional),
-    window: Options.choice("window", ["24h"]).pipe(
-      Options.withDescription("The completion window; 24h is the only one"),
-      Options.withDefault("24h" as const),
-    ),
-  },
-  ({ inputFile, model, metadata }) =>
-    Effect.gen(function* () {
-      const client = yield* apiClient
-      const batches = yield* sdk(() =>
-        client.submitBatches({
-          inputFile,
-          ...Option.match(model, { onNone: () => ({}), onSome: (m) => ({ model: m }) }),
-          ...Option.match(metadata, { onNone: () => ({}), onSome: (m) => ({ metadata: Object.fromEntries(HashMap.toEntries(m)) }) }),
-        }),
-      )
-      for (const b of batches) {
-        yield* out(b.id)
-        yield* note(`Submitted ${b.id}: ${b.request_counts.total} rows`)
-      }
-      if (batches.length > 1) yield* note(`The file was split into ${batches.length} batches to stay within the per-batch limits.`)
-    }),
-).pipe(Command.withDescription("Submit a JSONL file as one batch, or several when it exceeds the per-batch limits; prints each batch id"))
+const submit = leaf(
+  "Submit a JSONL file as one batch, or several when it exceeds the per-batch limits; prints each batch id",
+  Command.make(
+    "submit",
+    {
+      inputFile: Options.file("input-file", { exists: "yes" }).pipe(
+        Options.withDescription("JSONL: one row per line, as an OpenAI envelope, {custom_id?, body} or {content}"),
+      ),
+      model: Options.text("model").pipe(
+        Options.withDescription("The model for rows that name none (content-only lines need it)"),
+        Options.optional,
+      ),
+      metadata: metadataOption,
+      window: Options.text("window").pipe(
+        Options.withDescription("Accepted and ignored, as the API ignores a sent completion_window: the server sets it"),
+        Options.optional,
+      ),
+    },
+    ({ inputFile, model, metadata, window }) =>
+      Effect.gen(function* () {
+        const client = yield* apiClient()
+        const batches = yield* sdk(() =>
+          client.submitBatches({
+            inputFile,
+            ...Option.match(model, { onNone: () => ({}), onSome: (m) => ({ model: m }) }),
+            ...(metadata === undefined ? {} : { metadata }),
+          }),
+        )
+        for (const b of batches) {
+          yield* out(b.id)
+          yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)}`)
+        }
+        if (batches.length > 1) yield* note(`The file was split into ${batches.length} batches to stay within the per-batch limits.`)
+        const [first] = batches
+        if (Option.isSome(window) && first !== undefined && window.value !== first.completion_window) {
+          yield* note(`--window ${window.value} is ignored, as the API ignores a sent completion_window: the server gave ${first.completion_window}`)
+        }
+      }),
+  ),
+)
 
-const wait = Command.make(
+const wait = leaf(
+  "Wait until the batch is final, showing progress; exit code 0 completed, 3 failed, 4 expired, 5 cancelled, 124 timed out",
+  Command.make(
   "wait",
   {
     batchId,
@@ -80,7 +93,7 @@ const wait = Command.make(
   },
   ({ batchId, timeout, pollInterval }) =>
     Effect.gen(function* () {
-      const client = yield* apiClient
+      const client = yield* apiClient()
       const tty = process.stderr.isTTY === true
       let first: Sample | undefined
       let lastLine = ""
@@ -100,35 +113,37 @@ const wait = Command.make(
       const done = yield* Effect.tryPromise({
         try: () => client.waitForCompletion(batchId, { timeout: timeout * 1000, pollInterval: pollInterval * 1000, onProgress }),
         catch: (error) =>
-          new CliFailure({
-            message: error instanceof Error ? error.message : String(error),
-            exitCode: error instanceof WaitTimeoutError ? ExitCode.timedOut : ExitCode.error,
-          }),
+          error instanceof WaitTimeoutError
+            ? new CliFailure({ message: timedOut(error, timeout), exitCode: ExitCode.timedOut })
+            : new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: ExitCode.error }),
       }).pipe(Effect.ensuring(Effect.sync(() => tty && process.stderr.write("\n"))))
       yield* out(summary(done))
       const code = finalExit[done.status] ?? ExitCode.error
       if (code !== ExitCode.ok) return yield* fail(`batch ${done.id} ended ${done.status}`, code)
     }),
-).pipe(
-  Command.withDescription(
-    "Wait until the batch is final, showing progress; exit code 0 completed, 3 failed, 4 expired, 5 cancelled, 124 timed out",
   ),
 )
 
-const downloadResults = Command.make(
-  "download-results",
-  { batchId, out: Options.file("out").pipe(Options.withDescription("The JSONL file to write")) },
-  ({ batchId, out: file }) =>
-    Effect.gen(function* () {
-      const client = yield* apiClient
-      const written = yield* sdk(() => client.downloadResultsJsonl(batchId, { out: file }))
-      yield* note(`Wrote ${written.lines} results (${written.bytes} bytes) to ${file}`)
-    }),
-).pipe(Command.withDescription("Download every result line, in submission order, as JSONL"))
+const downloadResults = leaf(
+  "Download every result line, in submission order, as JSONL",
+  Command.make(
+    "download-results",
+    { batchId, out: Options.text("out").pipe(Options.withDescription("The JSONL file to write; - for standard output")) },
+    ({ batchId, out: file }) =>
+      Effect.gen(function* () {
+        const client = yield* apiClient({ maxRetries: READ_RETRIES })
+        const written = yield* sdk(() => client.downloadResultsJsonl(batchId, { out: file === "-" ? process.stdout : file }))
+        const where = file === "-" ? "standard output" : file
+        yield* note(`Wrote ${written.lines} ${written.lines === 1 ? "result" : "results"} (${written.bytes} bytes) to ${where}`)
+      }),
+  ),
+)
 
-const stream = Command.make("stream", { batchId }, ({ batchId }) =>
+const stream = leaf(
+  "Print each result line as its row finishes, until the batch is done",
+  Command.make("stream", { batchId }, ({ batchId }) =>
   Effect.gen(function* () {
-    const client = yield* apiClient
+    const client = yield* apiClient()
     const printed = new Set<string>()
     const events = client.streamEvents(batchId)
     for (;;) {
@@ -150,14 +165,17 @@ const stream = Command.make("stream", { batchId }, ({ batchId }) =>
       yield* outDrained(JSON.stringify(line))
     }
   }),
-).pipe(Command.withDescription("Print each result line as its row finishes, until the batch is done"))
+  ),
+)
 
-const list = Command.make(
+const list = leaf(
+  "List your batches, newest first",
+  Command.make(
   "list",
   { limit: Options.integer("limit").pipe(Options.withDescription("How many batches, newest first"), Options.withDefault(20)), json },
   ({ limit, json }) =>
     Effect.gen(function* () {
-      const client = yield* apiClient
+      const client = yield* apiClient({ maxRetries: READ_RETRIES })
       const batches = client.list({ limit: Math.min(Math.max(limit, 1), 100) })
       for (let shown = 0; shown < limit; shown++) {
         const next = yield* sdk(() => batches.next())
@@ -165,32 +183,54 @@ const list = Command.make(
         yield* out(json ? JSON.stringify(next.value) : `${summary(next.value)}, created ${new Date(next.value.created_at * 1000).toISOString()}`)
       }
     }),
-).pipe(Command.withDescription("List your batches, newest first"))
+  ),
+)
 
-const get = Command.make("get", { batchId }, ({ batchId }) =>
-  Effect.gen(function* () {
-    const client = yield* apiClient
-    yield* out(JSON.stringify(yield* sdk(() => client.getBatch(batchId)), null, 2))
-  }),
-).pipe(Command.withDescription("Print the batch object"))
+const get = leaf(
+  "Print the batch object",
+  Command.make("get", { batchId }, ({ batchId }) =>
+    Effect.gen(function* () {
+      const client = yield* apiClient({ maxRetries: READ_RETRIES })
+      yield* out(JSON.stringify(yield* sdk(() => client.getBatch(batchId)), null, 2))
+    }),
+  ),
+)
 
-const cancel = Command.make("cancel", { batchId, json }, ({ batchId, json }) =>
-  Effect.gen(function* () {
-    const client = yield* apiClient
-    const b = yield* sdk(() => client.cancel(batchId))
-    yield* out(json ? JSON.stringify(b) : summary(b))
-  }),
-).pipe(Command.withDescription("Cancel the batch: queued rows are cancelled, running rows finish"))
+const cancel = leaf(
+  "Cancel the batch: queued rows are cancelled, running rows finish",
+  Command.make("cancel", { batchId, json }, ({ batchId, json }) =>
+    Effect.gen(function* () {
+      const client = yield* apiClient()
+      const b = yield* sdk(() => client.cancel(batchId))
+      yield* out(json ? JSON.stringify(b) : summary(b))
+    }),
+  ),
+)
 
-const remove = Command.make("delete", { batchId }, ({ batchId }) =>
-  Effect.gen(function* () {
-    const client = yield* apiClient
-    const deleted = yield* sdk(() => client.delete(batchId))
-    yield* out(`Deleted ${deleted.id}`)
-  }),
-).pipe(Command.withDescription("Delete the batch and its results"))
+const remove = leaf(
+  "Delete the batch and its results",
+  Command.make("delete", { batchId }, ({ batchId }) =>
+    Effect.gen(function* () {
+      const client = yield* apiClient()
+      const deleted = yield* sdk(() => client.delete(batchId))
+      yield* out(`Deleted ${deleted.id}`)
+    }),
+  ),
+)
 
-export const batchCommand = Command.make("batch").pipe(
-  Command.withDescription("Submit, watch and collect batches"),
-  Command.withSubcommands([submit, wait, downloadResults, stream, list, get, cancel, remove]),
+const commands = [submit, wait, downloadResults, stream, list, get, cancel, remove]
+const batch = group("batch", "Submit, watch and collect batches", commands.map((c) => c.node))
+
+export const batchNode = batch.node
+export const batchCommand = batch.own.pipe(
+  Command.withSubcommands([
+    submit.command,
+    wait.command,
+    downloadResults.command,
+    stream.command,
+    list.command,
+    get.command,
+    cancel.command,
+    remove.command,
+  ]),
 )

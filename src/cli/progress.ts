@@ -1,6 +1,8 @@
+import { type BatchStatus, FinalBatchStatuses } from "../sdk/index.js"
+
 export interface ProgressView {
   readonly id: string
-  readonly status: string
+  readonly status: BatchStatus
   readonly total: number
   readonly completed: number
   readonly failed: number
@@ -14,26 +16,31 @@ export interface Sample {
 const BAR_WIDTH = 24
 
 const duration = (seconds: number): string => {
-  if (!Number.isFinite(seconds)) return "?"
   const s = Math.round(seconds)
   if (s < 60) return `${s}s`
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`
 }
 
-/** Rows per second since the first sample, and the time left at that rate. */
+/**
+ * Rows per second since the first sample, and the time left at that rate; neither is known from a
+ * single sample (a batch that finished before the first poll has no rate to show).
+ */
 export const pace = (first: Sample, latest: Sample, total: number) => {
   const seconds = (latest.atMs - first.atMs) / 1000
-  const rate = seconds > 0 ? (latest.done - first.done) / seconds : 0
-  const eta = rate > 0 ? (total - latest.done) / rate : Number.POSITIVE_INFINITY
-  return { rate, eta }
+  if (seconds <= 0) return { rate: undefined, eta: undefined }
+  const rate = (latest.done - first.done) / seconds
+  return { rate, eta: rate > 0 ? (total - latest.done) / rate : undefined }
 }
 
 export const progressText = (view: ProgressView, first: Sample, latest: Sample): string => {
   const done = view.completed + view.failed
   const { rate, eta } = pace(first, latest, view.total)
-  const rateText = `${rate.toFixed(1)} rows/s`
-  return `${done}/${view.total} done, ${view.failed} failed, ${rateText}, ETA ${done >= view.total ? "0s" : duration(eta)}`
+  const parts = [`${done}/${view.total} done`, `${view.failed} failed`]
+  if (rate !== undefined) parts.push(`${rate.toFixed(1)} rows/s`)
+  // A final batch has nothing left to wait for, whatever its counts say.
+  if (!FinalBatchStatuses.has(view.status) && eta !== undefined) parts.push(`ETA ${duration(eta)}`)
+  return parts.join(", ")
 }
 
 /** One line for a terminal, redrawn in place: a bar, the counts, the rate and the time left. */

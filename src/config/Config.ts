@@ -1,4 +1,5 @@
-import { Config } from "effect"
+import { Config, ConfigError, Either, LogLevel } from "effect"
+import { hostname } from "node:os"
 
 /** The operator contract: these names are documented in the README and relied on by deployments. */
 export const SluiceConfig = Config.all({
@@ -17,6 +18,29 @@ export const SluiceConfig = Config.all({
   maxUnfinishedBatches: Config.integer("SLUICE_MAX_UNFINISHED_BATCHES").pipe(
     Config.withDefault(10),
     Config.validate({ message: "SLUICE_MAX_UNFINISHED_BATCHES must be at least 1", validation: (n) => n >= 1 }),
+  ),
+  instanceId: Config.string("SLUICE_INSTANCE_ID").pipe(Config.withDefault(`${hostname()}-${process.pid}`)),
+  metricsToken: Config.option(Config.redacted("SLUICE_METRICS_TOKEN")),
+  corsOrigins: Config.array(Config.string(), "SLUICE_CORS_ORIGINS").pipe(
+    Config.map((origins) => origins.map((o) => o.trim()).filter((o) => o !== "")),
+    Config.withDefault([] as Array<string>),
+  ),
+  readyMaxLagSeconds: Config.number("SLUICE_READY_MAX_LAG_SECONDS").pipe(
+    Config.withDefault(30),
+    Config.validate({ message: "SLUICE_READY_MAX_LAG_SECONDS must be positive", validation: (s) => s > 0 }),
+  ),
+  logFormat: Config.literal("text", "json", "pretty")("SLUICE_LOG_FORMAT").pipe(Config.withDefault("text" as const)),
+  logLevel: Config.string("SLUICE_LOG_LEVEL").pipe(
+    Config.withDefault("info"),
+    Config.mapOrFail((text) => {
+      const label = text.trim().toUpperCase().replace(/^WARNING$/, "WARN").replace(/^NONE$/, "OFF")
+      const level = LogLevel.allLevels.find((l) => l.label === label)
+      return level === undefined
+        ? Either.left(
+            ConfigError.InvalidData(["SLUICE_LOG_LEVEL"], `must be one of trace, debug, info, warn, error, fatal, off; got '${text}'`),
+          )
+        : Either.right(level)
+    }),
   ),
 })
 export type SluiceConfig = Config.Config.Success<typeof SluiceConfig>

@@ -1,8 +1,8 @@
 import { Data, Effect, Layer, Option, ParseResult, type Scope } from "effect"
 import { readFileSync } from "node:fs"
-import { ModelCatalog } from "../actors/Dispatcher.js"
 import { startSimulator } from "../sim/Simulator.js"
 import { builtInModels, type Catalog, catalogFrom, decodeCatalogFile } from "./Catalog.js"
+import { ModelCatalog } from "./ModelCatalog.js"
 
 /** The catalog file cannot be used; `problem` says why in one line. */
 export class CatalogInvalid extends Data.TaggedError("CatalogInvalid")<{ readonly path: string; readonly problem: string }> {

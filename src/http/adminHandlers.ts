@@ -1,7 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, ParseResult, Schema } from "effect"
 import { Accounts, type Account } from "../actors/Accounts.js"
-import { CreateAccountPayload, CreateKeyPayload, SluiceApi, UpdateAccountPayload } from "./api.js"
+import { CreateAccountPayload, CreateKeyPayload, UpdateAccountPayload } from "../domain/api/index.js"
+import { SluiceApi } from "./api.js"
 import { authenticateAdmin } from "./auth.js"
 import { readJsonBody } from "./body.js"
 import type { LogUnavailable } from "../eventlog/EventLog.js"
@@ -9,6 +10,8 @@ import { badRequest, conflict, logUnavailable, notFound } from "./errors.js"
 import { respondJson } from "./respond.js"
 import { HttpSettings } from "./settings.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
+import { Dispatcher } from "../actors/Dispatcher.js"
+import { InstanceId } from "../metrics/Metrics.js"
 
 const ADMIN_BODY_BYTES = 1024 * 1024
 
@@ -86,5 +89,38 @@ export const AdminLive = HttpApiBuilder.group(SluiceApi, "admin", (handlers) =>
           )
         })),
       )
+  }),
+)
+
+export const AdminModelsLive = HttpApiBuilder.group(SluiceApi, "adminModels", (handlers) =>
+  Effect.gen(function* () {
+    const dispatcher = yield* Dispatcher
+    const instance = yield* InstanceId
+    const admin = authenticateAdmin((yield* HttpSettings).adminToken)
+    return handlers.handleRaw("models", () =>
+      respondJson(
+        Effect.gen(function* () {
+          yield* admin
+          const data = dispatcher.models().map((m) => {
+            let queued = 0
+            for (const n of m.queuedByAccount.values()) queued += n
+            return {
+              id: m.model,
+              batch_concurrency: m.batchConcurrency,
+              concurrency: m.concurrency,
+              pushback: m.batchConcurrency - m.concurrency,
+              slots_limit: m.slotsLimit,
+              slots_in_use: m.slotsInUse,
+              running: m.running,
+              queued,
+              queued_by_account: Object.fromEntries(m.queuedByAccount),
+              interactive_in_flight: m.interactiveInFlight,
+              lease_owner: m.leaseOwner,
+            }
+          })
+          return { object: "list" as const, instance, data }
+        }),
+      ),
+    )
   }),
 )

@@ -1,6 +1,19 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { JSONSchema, Schema } from "effect"
-import { BatchDeleted, BatchList, BatchObject, CreateBatchPayload, ResultsPage } from "../domain/api/index.js"
+import {
+  AccountObject,
+  BatchDeleted,
+  BatchList,
+  BatchObject,
+  CreateAccountPayload,
+  CreateBatchPayload,
+  CreatedKey,
+  CreateKeyPayload,
+  ResultLine,
+  ResultsPage,
+  RevokedKey,
+  UpdateAccountPayload,
+} from "../domain/api/index.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
@@ -8,6 +21,26 @@ const BatchPath = Schema.Struct({ batch_id: Schema.String })
 const PageParams = Schema.Struct({
   limit: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
   after: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+})
+
+const ResultsParams = Schema.Struct({
+  ...PageParams.fields,
+  status: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))).annotations({
+    description: "Only rows in this status: queued, running, completed, failed, cancelled or expired (an addition to the contract)",
+  }),
+  error_code: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))).annotations({
+    description: "Only rows whose error has this code, e.g. timeout (an addition to the contract)",
+  }),
+})
+const ResultPath = Schema.Struct({ batch_id: Schema.String, result_id: Schema.String })
+const ResultWithRequest = Schema.Struct({
+  ...ResultLine.fields,
+  request: Schema.NullOr(
+    Schema.Struct({ custom_id: Schema.String, method: Schema.Literal("POST"), url: Schema.Literal("/v1/chat/completions"), body: Schema.Unknown }),
+  ),
+}).annotations({
+  identifier: "ResultWithRequest",
+  description: "One result line with the request it answers (null once the log no longer holds the request body)",
 })
 
 const EventsParams = Schema.Struct({
@@ -29,11 +62,25 @@ const BatchEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }
     "Resume with the `Last-Event-ID` header or the `last_event_id` query parameter.",
 })
 
+/** The schemas the documented request bodies refer to, added to the document's components. */
+const bodyDefinitions: Record<string, JSONSchema.JsonSchema7> = {}
+
 /** Bodies are read and validated by the handlers (size limit, seed messages); this only documents them. */
 const documentedBody = (schema: Schema.Schema.Any) =>
   OpenApi.annotations({
     override: {
-      requestBody: { required: true, content: { "application/json": { schema: JSONSchema.make(schema) } } },
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: JSONSchema.fromAST(schema.ast, {
+              definitions: bodyDefinitions,
+              definitionPath: "#/components/schemas/",
+              target: "openApi3.1",
+            }),
+          },
+        },
+      },
     },
   })
 
@@ -51,9 +98,14 @@ export const BatchesGroup = HttpApiGroup.make("batches")
   .add(
     HttpApiEndpoint.get("results", "/v1/batches/:batch_id/results")
       .setPath(BatchPath)
-      .setUrlParams(PageParams)
+      .setUrlParams(ResultsParams)
       .addSuccess(ResultsPage)
       .addError(BadRequest),
+  )
+  .add(
+    HttpApiEndpoint.get("result", "/v1/batches/:batch_id/results/:result_id")
+      .setPath(ResultPath)
+      .addSuccess(ResultWithRequest),
   )
   .add(HttpApiEndpoint.get("resultsJsonl", "/v1/batches/:batch_id/results.jsonl").setPath(BatchPath).addSuccess(ResultLines))
   .add(
@@ -73,31 +125,6 @@ export const BatchesGroup = HttpApiGroup.make("batches")
   .addError(NotFound)
   .addError(TooManyRequests)
 
-export const AccountSettingsPayload = Schema.Struct({
-  tier: Schema.optional(Schema.Literal("internal", "standard")),
-  daily_quota_usd: Schema.optional(Schema.NullOr(Schema.NonNegative)),
-  concurrency: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive()))),
-  models: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
-})
-export const CreateAccountPayload = Schema.Struct({
-  id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/)),
-  ...AccountSettingsPayload.fields,
-})
-export const UpdateAccountPayload = Schema.Struct({
-  ...AccountSettingsPayload.fields,
-  status: Schema.optional(Schema.Literal("active", "suspended", "deleted")),
-})
-export const CreateKeyPayload = Schema.Struct({ expires_at: Schema.optional(Schema.NullOr(Schema.Int)) })
-
-const AccountObject = Schema.Struct({
-  id: Schema.String,
-  tier: Schema.String,
-  status: Schema.String,
-  daily_quota_usd: Schema.NullOr(Schema.Number),
-  concurrency: Schema.NullOr(Schema.Number),
-  models: Schema.NullOr(Schema.Array(Schema.String)),
-})
-
 export const AdminGroup = HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createAccount", "/admin/v1/accounts")
@@ -114,13 +141,13 @@ export const AdminGroup = HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createKey", "/admin/v1/accounts/:id/keys")
       .setPath(Schema.Struct({ id: Schema.String }))
-      .addSuccess(Schema.Struct({ id: Schema.String, key: Schema.String, expires_at: Schema.NullOr(Schema.Number) }))
+      .addSuccess(CreatedKey)
       .annotateContext(documentedBody(CreateKeyPayload)),
   )
   .add(
     HttpApiEndpoint.post("revokeKey", "/admin/v1/keys/:id/revoke")
       .setPath(Schema.Struct({ id: Schema.String }))
-      .addSuccess(Schema.Struct({ id: Schema.String, revoked: Schema.Literal(true) })),
+      .addSuccess(RevokedKey),
   )
   .addError(BadRequest)
   .addError(Unauthorized)
@@ -171,8 +198,109 @@ export const ChatGroup = HttpApiGroup.make("chat")
       .annotateContext(documentedBody(ChatCompletionRequest)),
   )
 
+const ModelObject = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("model"),
+  created: Schema.Number,
+  owned_by: Schema.String,
+  batch_concurrency: Schema.Number,
+  input_usd_per_mtok: Schema.Number,
+  output_usd_per_mtok: Schema.Number,
+}).annotations({ identifier: "Model" })
+
+/** The models a key's account may use, in OpenAI's list shape with Sluice's fields. */
+export const ModelsGroup = HttpApiGroup.make("models")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/models")
+      .addSuccess(Schema.Struct({ object: Schema.Literal("list"), data: Schema.Array(ModelObject) }).annotations({ identifier: "ModelList" })),
+  )
+  .addError(Unauthorized)
+  .addError(TooManyRequests)
+
+const ModelState = Schema.Struct({
+  id: Schema.String,
+  batch_concurrency: Schema.Number,
+  concurrency: Schema.Number.annotations({ description: "batch_concurrency after pushback" }),
+  pushback: Schema.Number.annotations({ description: "Slots taken back by pushback: batch_concurrency less concurrency" }),
+  slots_limit: Schema.Number.annotations({ description: "Batch rows the model may run now, after pushback and interactive give-way" }),
+  slots_in_use: Schema.Number,
+  running: Schema.Number,
+  queued: Schema.Number,
+  queued_by_account: Schema.Record({ key: Schema.String, value: Schema.Number }),
+  interactive_in_flight: Schema.Number,
+  lease_owner: Schema.String,
+}).annotations({ identifier: "ModelState" })
+
+export const AdminModelsGroup = HttpApiGroup.make("adminModels")
+  .add(
+    HttpApiEndpoint.get("models", "/admin/v1/models").addSuccess(
+      Schema.Struct({ object: Schema.Literal("list"), instance: Schema.String, data: Schema.Array(ModelState) }).annotations({
+        identifier: "ModelStateList",
+      }),
+    ),
+  )
+  .addError(Unauthorized)
+  .annotateContext(OpenApi.annotations({ title: "admin" }))
+
+const Health = Schema.Struct({ status: Schema.Literal("ok"), instance: Schema.String })
+const Readiness = Schema.Struct({
+  status: Schema.Literal("ready"),
+  instance: Schema.String,
+  log: Schema.Struct({ head: Schema.Number }),
+  projections: Schema.Struct({ applied: Schema.Number, lag_events: Schema.Number, lag_seconds: Schema.Number }),
+}).annotations({ identifier: "Readiness" })
+export class NotReady extends Schema.Class<NotReady>("NotReady")(
+  { status: Schema.Literal("unavailable"), instance: Schema.String, reason: Schema.String },
+  HttpApiSchema.annotations({ status: 503 }),
+) {}
+const MetricsText = HttpApiSchema.Text({ contentType: "text/plain" }).annotations({
+  description: "Prometheus text exposition format (version 0.0.4). With SLUICE_METRICS_TOKEN set, send it as a bearer token.",
+})
+
+/** For load balancers, orchestrators and Prometheus: no API key needed. */
+export const OperationsGroup = HttpApiGroup.make("operations")
+  .add(HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Health))
+  .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(Readiness).addError(NotReady))
+  .add(HttpApiEndpoint.get("metrics", "/metrics").addSuccess(MetricsText).addError(Unauthorized))
+
+const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string>>>> = {
+  batches: [{ apiKey: [] }],
+  chat: [{ apiKey: [] }],
+  models: [{ apiKey: [] }],
+  admin: [{ adminToken: [] }],
+  adminModels: [{ adminToken: [] }],
+}
+
+/** Servers, the bearer schemes and which operations need them, and the request bodies' schemas. */
+const completeDocument = (spec: Record<string, any>): Record<string, any> => {
+  for (const item of Object.values(spec.paths ?? {}) as Array<Record<string, any>>) {
+    for (const operation of Object.values(item)) {
+      const group = operation?.tags?.[0]
+      if (group === "operations" && operation.operationId === "operations.metrics") operation.security = [{}, { metricsToken: [] }]
+      else if (group === "operations") operation.security = []
+      else if (security[group] !== undefined) operation.security = security[group]
+    }
+  }
+  return {
+    ...spec,
+    servers: [{ url: "/", description: "This Sluice instance" }],
+    components: {
+      ...spec.components,
+      schemas: { ...bodyDefinitions, ...spec.components?.schemas },
+      securitySchemes: {
+        apiKey: { type: "http", scheme: "bearer", description: "An API key (`sk-sluice-…`), also accepted as `X-API-Key`" },
+        adminToken: { type: "http", scheme: "bearer", description: "The operator's `SLUICE_ADMIN_TOKEN`" },
+        metricsToken: { type: "http", scheme: "bearer", description: "`SLUICE_METRICS_TOKEN`, when it is set" },
+      },
+    },
+  }
+}
+
 export const SluiceApi = HttpApi.make("sluice")
   .add(BatchesGroup)
+  .add(ModelsGroup)
   .add(AdminGroup)
+  .add(AdminModelsGroup)
   .add(ChatGroup)
-  .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0" }))
+  .add(OperationsGroup)
+  .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

@@ -2,17 +2,22 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { type Account, Accounts } from "../actors/Accounts.js"
-import { BatchWriter } from "../actors/BatchWriter.js"
+import { ActorClock } from "../actors/ActorClock.js"
 import { quotaUsedUp, quotaUsedUpMessage } from "../domain/account/ownerVerdict.js"
 import { nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { usedUsd } from "../projections/usageReads.js"
 import { RetryLater, forbidden, quotaExhausted, unauthorized } from "./errors.js"
+import { noteAccount } from "./observe.js"
 
 const bearer = /^Bearer\s+(.+)$/i
 
+/** The token of an `Authorization: Bearer` header, if the request sent one. */
+export const sentBearer = (request: HttpServerRequest.HttpServerRequest) =>
+  bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+
 /** Compares in constant time, so the admin token cannot be guessed a character at a time. */
-const sameSecret = (sent: string, expected: string) => {
+export const sameSecret = (sent: string, expected: string) => {
   const a = createHash("sha256").update(sent).digest()
   const b = createHash("sha256").update(expected).digest()
   return timingSafeEqual(a, b)
@@ -23,8 +28,7 @@ const withinDailyQuota = (account: Account) =>
   Effect.gen(function* () {
     const quota = account.daily_quota_usd
     if (quota === null) return
-    // The actors' clock, which the quota's day and the batches' pause follow too.
-    const now = yield* Effect.flatMap(BatchWriter, (writer) => writer.now)
+    const now = yield* Effect.flatMap(ActorClock, (clock) => clock.currentTimeMillis)
     const used = usedUsd(yield* ReadModel, account.id, utcDay(now))
     if (quotaUsedUp(quota, used)) {
       const renews = nextUtcMidnight(now)
@@ -44,6 +48,7 @@ export const authenticate = Effect.gen(function* () {
   }
   const accounts = yield* Accounts
   const caller = yield* accounts.authenticate(secret).pipe(Effect.mapError((e) => unauthorized(e.message)))
+  noteAccount(request, caller.account.id)
   yield* withinDailyQuota(caller.account)
   return caller
 })
@@ -57,7 +62,7 @@ export const requireBatchAccess = <A extends { readonly account: { readonly tier
 export const authenticateAdmin = (token: Option.Option<Redacted.Redacted<string>>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const sent = bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+    const sent = sentBearer(request)
     if (Option.isNone(token) || sent === undefined || !sameSecret(sent, Redacted.value(token.value))) {
       return yield* Effect.fail(unauthorized("Invalid admin token"))
     }

@@ -2,7 +2,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either } from "effect"
 import { BatchWriter } from "../actors/BatchWriter.js"
 import { makeDeleteBatch } from "../actors/deleteBatch.js"
-import { Dispatcher, ModelCatalog } from "../actors/Dispatcher.js"
+import { Dispatcher } from "../actors/Dispatcher.js"
+import { ModelCatalog } from "../config/ModelCatalog.js"
 import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
@@ -14,11 +15,13 @@ import { tombstoneReads } from "../projections/tombstoneReads.js"
 import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, batchDeleted, batchInferenceUnavailable, batchNotFound, conflict } from "./errors.js"
+import { badRequest, batchDeleted, batchInferenceUnavailable, batchNotFound, conflict, notFound, statusOf } from "./errors.js"
 import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
-import { parseAfter, parseLimit } from "./pageParams.js"
+import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "./pageParams.js"
+import { makeBodyCache } from "../actors/bodyCache.js"
 import { type ApiError, respondJson, respondJsonText } from "./respond.js"
+import { Metrics } from "../metrics/Metrics.js"
 import { resultsJsonlResponse } from "./resultsJsonl.js"
 import { HttpSettings } from "./settings.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
@@ -36,6 +39,9 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const deleteBatch = yield* makeDeleteBatch
     const settings = yield* HttpSettings
     const log = yield* EventLog
+    const metrics = yield* Metrics
+    // The console's row view reads a row's request from the log, where the bodies are stored.
+    const requestBodies = makeBodyCache(results, log)
     const eventSources = { log, projector, batches, results, closing: yield* EventStreamsClosing }
     const answerError = (error: ApiError) => respondJson(Effect.fail(error))
     const health = yield* LogHealth
@@ -89,10 +95,10 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* reachable
           yield* limit.hasRoom(caller.account.id)
           const valid = yield* validBatch(caller.account.models)
-          const batchId = yield* limit.holdingPlace(
+          const { batchId, createdAt } = yield* limit.holdingPlace(
             caller.account.id,
             Effect.gen(function* () {
-              const { batchId, seq } = yield* writer
+              const { batchId, seq, createdAt } = yield* writer
                 .create({
                   accountId: caller.account.id,
                   keyId: caller.keyId,
@@ -102,13 +108,13 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
                 })
                 .pipe(Effect.mapError(logDown))
               yield* projector.awaitSeq(seq)
-              return batchId
+              return { batchId, createdAt }
             }),
           )
           // Nothing runs during the create call: the rows start in the background.
-          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId))
+          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId, createdAt))
           return current(batchId)
-        })),
+        }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
       )
       .handleRaw("retrieve", ({ path }) =>
         respondJson(Effect.gen(function* () {
@@ -148,6 +154,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* owned(caller.account.id, path.batch_id)
           const limit = yield* parseLimit(urlParams.limit, 1000, 100)
           const after = yield* parseAfter(urlParams.after)
+          const status = yield* parseStatusFilter(urlParams.status)
+          const code = yield* parseErrorCodeFilter(urlParams.error_code)
           let from = 0
           if (after !== undefined) {
             const idx = parseResultId(after)
@@ -156,7 +164,25 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             }
             from = idx + 1
           }
-          return results.pageJson(path.batch_id, from, limit)
+          return results.pageJson(path.batch_id, from, limit, { status, code })
+        })),
+      )
+      .handleRaw("result", ({ path }) =>
+        respondJsonText(Effect.gen(function* () {
+          const caller = yield* authenticate
+          yield* reachable
+          yield* owned(caller.account.id, path.batch_id)
+          const idx = parseResultId(path.result_id)
+          const line = idx === undefined ? undefined : results.lineJson(path.batch_id, idx)
+          if (idx === undefined || line === undefined) {
+            return yield* Effect.fail(notFound(`No result found with id '${path.result_id}' in batch '${path.batch_id}'`))
+          }
+          const body = yield* requestBodies.take(path.batch_id, idx).pipe(Effect.mapError(logDown))
+          const request =
+            body === undefined
+              ? "null"
+              : `{"custom_id":${JSON.stringify(results.customId(path.batch_id, idx))},"method":"POST","url":"/v1/chat/completions","body":${body}}`
+          return `${line.slice(0, -1)},"request":${request}}`
         })),
       )
       .handleRaw("resultsJsonl", ({ path }) =>

@@ -1,14 +1,9 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { OpenAIErrorBody } from "../domain/api/index.js"
 
-/** The OpenAI error envelope: every error this API answers has this body. */
-const ErrorDetail = Schema.Struct({
-  message: Schema.String,
-  type: Schema.String,
-  param: Schema.NullOr(Schema.String),
-  code: Schema.NullOr(Schema.String),
-})
-const envelope = { error: ErrorDetail }
+/** Every error this API answers has the OpenAI envelope for its body; its status is annotated here, and only here. */
+const envelope = OpenAIErrorBody.fields
 
 export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(envelope, HttpApiSchema.annotations({ status: 400 })) {}
 export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(envelope, HttpApiSchema.annotations({ status: 401 })) {}
@@ -38,16 +33,25 @@ export const quotaExhausted = (message: string) =>
   new TooManyRequests(detail(message, "insufficient_quota", null, "insufficient_quota"))
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
 
+/** An error answered as its envelope, with the status annotated on its class. */
+export type Answered = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
+
 /** An error answered with `Retry-After`: the seconds after which the call may pass (never less than 1). */
 export class RetryLater {
   readonly seconds: number
   constructor(
-    readonly error: BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable,
+    readonly error: Answered,
     seconds: number,
   ) {
     this.seconds = Math.max(1, Math.ceil(seconds))
   }
 }
+
+export type ApiError = Answered | RetryLater
+
+/** The status annotated on the error's class above: each error's class is its Schema. */
+export const statusOf = (error: ApiError): number =>
+  HttpApiSchema.getStatusError((error instanceof RetryLater ? error.error : error).constructor as unknown as Schema.Schema.All)
 
 /** How soon a client should try again while the event log is unavailable: it comes back on its own, or not. */
 export const LOG_RETRY_AFTER_SECONDS = 5

@@ -1,29 +1,29 @@
 import { HttpApi } from "@effect/platform"
 import { SluiceApi } from "./api.js"
+import { routePattern } from "./routeTemplate.js"
 
 interface Route {
   readonly pattern: RegExp
   readonly methods: Set<string>
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-
-/** `/v1/batches/:batch_id` → a pattern matching its paths; `:name` segments match one segment each. */
-const patternOf = (path: string) =>
-  new RegExp(`^${path.split("/").map((segment) => (segment.startsWith(":") ? "[^/]+" : escape(segment))).join("/")}$`)
+/** The pages served beside the API, all GET: exactly these paths, and the console's below its own. */
+const pages = ["/", "/docs", "/openapi.json", "/console"]
+const pagesBelow = ["/console"]
 
 /** Every path the API serves, with the methods it takes there, read from the API's own declaration. */
 const routes = (() => {
   const byPath = new Map<string, Route>()
-  const add = (path: string, method: string) => {
-    const route = byPath.get(path) ?? { pattern: patternOf(path), methods: new Set<string>() }
+  const add = (path: string, method: string, pattern = routePattern(path)) => {
+    const route = byPath.get(path) ?? { pattern, methods: new Set<string>() }
     route.methods.add(method)
     // A GET route answers HEAD as well.
     if (method === "GET") route.methods.add("HEAD")
     byPath.set(path, route)
   }
   HttpApi.reflect(SluiceApi, { onGroup: () => undefined, onEndpoint: ({ endpoint }) => add(endpoint.path, endpoint.method) })
-  add("/openapi.json", "GET")
+  for (const page of pages) add(page, "GET")
+  for (const page of pagesBelow) add(`${page}/*`, "GET", new RegExp(`^${page}/`))
   return [...byPath.values()]
 })()
 

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { ResultStatus } from "../domain/api/index.js"
 import { badRequest } from "./errors.js"
 
 type Param = string | ReadonlyArray<string> | undefined
@@ -18,3 +19,19 @@ export const parseLimit = (value: Param, max: number, fallback: number) =>
   })
 
 export const parseAfter = (value: Param) => single("after", value)
+
+const resultStatuses: ReadonlySet<string> = new Set(ResultStatus.literals)
+
+export const parseStatusFilter = (value: Param) =>
+  Effect.flatMap(single("status", value), (text) =>
+    text === undefined || resultStatuses.has(text)
+      ? Effect.succeed(text)
+      : Effect.fail(badRequest(`'status' must be one of ${[...resultStatuses].join(", ")}, got '${text}'`, "status")),
+  )
+
+export const parseErrorCodeFilter = (value: Param) =>
+  Effect.flatMap(single("error_code", value), (text) =>
+    text === undefined || /^[a-z0-9_]{1,64}$/.test(text)
+      ? Effect.succeed(text)
+      : Effect.fail(badRequest(`'error_code' must be an error code such as timeout, got '${text}'`, "error_code")),
+  )

@@ -1,37 +1,13 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import {
-  BadRequest,
-  Conflict,
-  Forbidden,
-  NotFound,
-  PayloadTooLarge,
-  RetryLater,
-  TooManyRequests,
-  Unauthorized,
-  Unavailable,
-} from "./errors.js"
+import { type ApiError, RetryLater, statusOf } from "./errors.js"
 
-type Answered = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
-export type ApiError = Answered | RetryLater
+export type { ApiError }
 
-const statusOf = (error: Answered): number => {
-  if (error instanceof BadRequest) return 400
-  if (error instanceof Unauthorized) return 401
-  if (error instanceof Forbidden) return 403
-  if (error instanceof NotFound) return 404
-  if (error instanceof Conflict) return 409
-  if (error instanceof PayloadTooLarge) return 413
-  if (error instanceof TooManyRequests) return 429
-  return 503
-}
-
+/** An error's envelope with the status annotated on its class, and `Retry-After` when it has one. */
 export const errorResponse = (error: ApiError) =>
   error instanceof RetryLater
-    ? HttpServerResponse.unsafeJson(
-        { error: error.error.error },
-        { status: statusOf(error.error), headers: { "retry-after": String(error.seconds) } },
-      )
+    ? HttpServerResponse.unsafeJson({ error: error.error.error }, { status: statusOf(error), headers: { "retry-after": String(error.seconds) } })
     : HttpServerResponse.unsafeJson({ error: error.error }, { status: statusOf(error) })
 
 /*

@@ -1,14 +1,20 @@
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar, HttpApp, HttpMiddleware, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Deferred, Effect, Exit, FiberId, Layer } from "effect"
 import { createServer } from "node:http"
 import { InteractiveAccounting } from "../actors/interactiveAccounting.js"
-import { AdminLive } from "./adminHandlers.js"
+import { AdminLive, AdminModelsLive } from "./adminHandlers.js"
 import { SluiceApi } from "./api.js"
 import { BatchesLive } from "./batchesHandlers.js"
 import { ChatLive } from "./chatHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
+import { ConsolePages } from "./consolePages.js"
+import { ModelsLive } from "./modelsHandlers.js"
+import { observed } from "./observe.js"
+import { OperationsLive } from "./operationsHandlers.js"
+import { routeTemplates } from "./routeTemplate.js"
+import { Metrics } from "../metrics/Metrics.js"
 
 const envelope = (status: number, message: string, type: string, code: string) =>
   HttpServerResponse.unsafeJson({ error: { message, type, param: null, code } }, { status })
@@ -46,13 +52,33 @@ const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive),
   Layer.provide(AdminLive),
+  Layer.provide(AdminModelsLive),
+  Layer.provide(ModelsLive),
+  Layer.provide(OperationsLive),
   Layer.provide(ChatLive.pipe(Layer.provide(InteractiveAccounting.fromAdmission))),
 )
 
 /** How long requests still open at shutdown may take before their connections are closed. */
 const SHUTDOWN_GRACE_MS = 10_000
 
-export const serverLayer = (options: { readonly port: number; readonly host: string }) => {
+const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/console", "/"])
+
+/** Browser clients of other origins, when the operator lists them (SLUICE_CORS_ORIGINS); none by default. */
+const cors = (origins: ReadonlyArray<string>) =>
+  origins.length === 0
+    ? (app: HttpApp.Default) => app
+    : HttpMiddleware.cors({
+        allowedOrigins: origins,
+        allowedHeaders: ["authorization", "x-api-key", "content-type", "last-event-id"],
+        allowedMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+        maxAge: 600,
+      })
+
+export const serverLayer = (options: {
+  readonly port: number
+  readonly host: string
+  readonly corsOrigins?: ReadonlyArray<string>
+}) => {
   const server = createServer()
   const streamsClosing = Deferred.unsafeMake<void>(FiberId.none)
   // Released before the server's own close, which waits for every open connection with no limit:
@@ -69,8 +95,14 @@ export const serverLayer = (options: { readonly port: number; readonly host: str
   )
   return boundedClose.pipe(
     Layer.provideMerge(
-      HttpApiBuilder.serve(errorEnvelopes).pipe(
+      Layer.unwrapEffect(
+        Effect.map(Metrics, (metrics) =>
+          HttpApiBuilder.serve((app) => cors(options.corsOrigins ?? [])(observed(metrics, routeOf)(errorEnvelopes(app)))),
+        ),
+      ).pipe(
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+        Layer.provide(HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })),
+        Layer.provide(ConsolePages),
         Layer.provide(ApiLive.pipe(Layer.provide(Layer.succeed(EventStreamsClosing, streamsClosing)))),
         Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host })),
       ),

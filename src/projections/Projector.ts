@@ -9,6 +9,8 @@ import { batchesProjection } from "./batches.js"
 import { ReadModel } from "./ReadModel.js"
 import { resultsProjection } from "./results.js"
 import { usageProjection } from "./usage.js"
+import { type BatchStatusCounts, makeBatchStatusCounts } from "./batchStatusCounts.js"
+import { Metrics } from "../metrics/Metrics.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
@@ -38,13 +40,18 @@ export interface ProjectorShape {
    * has committed and before `awaitSeq` sees its sequence: readers of accounts invalidate what they cached.
    */
   readonly accountChanges: Effect.Effect<Queue.Dequeue<AccountChanges>, never, Scope.Scope>
+  /**
+   * How old the events of the last window applied were, in ms of the log's own time (0 before any):
+   * how far behind the log the projections run, while they are behind.
+   */
+  readonly appliedDelayMs: () => number
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
 
 /** Applies a window of log messages to every projection in one transaction, offsets included. */
-export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) => {
-  const batches = batchesProjection(db)
+export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, statuses?: BatchStatusCounts) => {
+  const batches = batchesProjection(db, statuses)
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
   const usage = usageProjection(db)
@@ -116,8 +123,11 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink) 
   })
   return (messages: ReadonlyArray<LogMessage>): Array<number> => {
     try {
-      return applyAll(messages)
+      const skipped = applyAll(messages)
+      statuses?.commit()
+      return skipped
     } finally {
+      statuses?.discard()
       batches.discard()
       usage.forget()
     }
@@ -142,7 +152,10 @@ export const Live = Layer.scoped(
     const log = yield* EventLog
     let settings = new Set<string>()
     let usage = new Set<string>()
-    const apply = makeApplier(db, { settings: (id) => settings.add(id), usage: (id) => usage.add(id) })
+    const statuses = makeBatchStatusCounts(db)
+    yield* Effect.flatMap(Metrics, (metrics) => Effect.sync(() => metrics.watchBatches(statuses.snapshot)))
+    const apply = makeApplier(db, { settings: (id) => settings.add(id), usage: (id) => usage.add(id) }, statuses)
+    let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
     const applied = yield* SubscriptionRef.make(appliedOffset(db))
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
@@ -153,6 +166,7 @@ export const Live = Layer.scoped(
         settings = new Set()
         usage = new Set()
         const skipped = apply(messages)
+        appliedDelayMs = Math.max(0, Date.now() - messages[0]!.time)
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
         if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
         yield* SubscriptionRef.update(applied, (seq) => Math.max(seq, last.seq))
@@ -173,6 +187,7 @@ export const Live = Layer.scoped(
           Stream.runDrain,
         ),
       accountChanges: PubSub.subscribe(accountChanges),
+      appliedDelayMs: () => appliedDelayMs,
     }
   }),
 )

@@ -110,8 +110,8 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.pragma("journal_mode = WAL")
           db.pragma("synchronous = NORMAL")
           db.pragma("busy_timeout = 5000")
-          // 4 MB rather than better-sqlite3's 16: the rows being settled and the pages being read fit in it
-          // (B5's reads of a 50,000-row batch were not slower), and the OS caches the file anyway.
+          // 4 MB rather than better-sqlite3's 16: the rows being settled and the pages being read fit in it,
+          // and the OS caches the file anyway.
           db.pragma("cache_size = -4000")
           migrate(db)
           db.exec(schema)

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3"
 import type { BatchObject } from "../domain/api/BatchObject.js"
-import type { BatchStatus } from "../domain/api/BatchStatus.js"
+import { type BatchStatus, UnfinishedBatchStatuses } from "../domain/api/BatchStatus.js"
+import { statusIn } from "./statusSql.js"
 
 export interface BatchRow {
   readonly id: string
@@ -75,13 +76,11 @@ export const batchReads = (db: Database.Database) => {
     one: db.prepare(`SELECT * FROM batches WHERE id = ?`),
     firstPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? ORDER BY seq DESC LIMIT ?`),
     nextPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`),
-    unfinished: db.prepare(`SELECT * FROM batches WHERE status IN ('validating', 'in_progress', 'cancelling') ORDER BY seq`),
+    unfinished: db.prepare(`SELECT * FROM batches WHERE ${statusIn(UnfinishedBatchStatuses)} ORDER BY seq`),
     unfinishedOf: db.prepare(
-      `SELECT count(*) AS n FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
+      `SELECT count(*) AS n FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)}`,
     ),
-    unfinishedRowsOf: db.prepare(
-      `SELECT * FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress', 'cancelling')`,
-    ),
+    unfinishedRowsOf: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)}`),
     deadlines: db.prepare(`SELECT ${deadlineColumns} FROM batches`),
     deadlinesOf: db.prepare(`SELECT ${deadlineColumns} FROM batches WHERE id = ?`),
   }

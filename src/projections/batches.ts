@@ -1,12 +1,13 @@
 import type Database from "better-sqlite3"
-import type { BatchStatus } from "../domain/api/BatchStatus.js"
+import { type BatchStatus, FinalBatchStatuses, OpenBatchStatuses } from "../domain/api/BatchStatus.js"
 import type { BatchEvent, RowEvent } from "../domain/batch/events.js"
 import type { ClosedAs, RowEffect } from "../domain/batch/rowEffect.js"
 import type { FinalStatus } from "../domain/batch/state.js"
+import { statusIn } from "./statusSql.js"
 
 const secs = (ms: number) => Math.floor(ms / 1000)
-const open = `status IN ('validating', 'in_progress')`
-const notFinal = `status NOT IN ('completed', 'failed', 'expired', 'cancelled')`
+const open = statusIn(OpenBatchStatuses)
+const notFinal = `NOT ${statusIn(FinalBatchStatuses)}`
 const idle = `(total - running - completed - failed - cancelled)`
 
 /** A batch as its row events see it: its counters, held in memory and added in log order, and how it stands. */
@@ -30,7 +31,10 @@ export interface RowTarget {
  * commits. A closing event settles the rows idle at its place in the log, counted from the batch's own
  * counters there; a final event while rows run or wait makes the batch final when the last of them settles.
  */
-export const batchesProjection = (db: Database.Database) => {
+export const batchesProjection = (
+  db: Database.Database,
+  statuses?: { readonly moved: (from: string | undefined, to: string | undefined) => void },
+) => {
   const s = {
     created: db.prepare(
       `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models)
@@ -71,6 +75,17 @@ export const batchesProjection = (db: Database.Database) => {
       `INSERT INTO tombstones (id, account_id, created_at, deleted_at, reason, purged) VALUES (?, ?, ?, ?, ?, 1)
        ON CONFLICT (id) DO UPDATE SET purged = 1`,
     ),
+    status: db.prepare(`SELECT status FROM batches WHERE id = ?`),
+  }
+  const statusOf = (id: string) => (s.status.get(id) as { status: string } | undefined)?.status
+  /** A lifecycle statement, the status it moved the batch from and to told to `statuses`, when it moved it. */
+  const moves = <A>(id: string, run: () => A): A => {
+    if (statuses === undefined) return run()
+    const from = statusOf(id)
+    const result = run()
+    const to = statusOf(id)
+    if (to !== from) statuses.moved(from, to)
+    return result
   }
   const held = new Map<string, RowTarget | undefined>()
   const target = (id: string): RowTarget | undefined => {
@@ -83,7 +98,8 @@ export const batchesProjection = (db: Database.Database) => {
     for (const [id, c] of held) {
       if (c === undefined) continue
       s.setCounters.run(c.running, c.completed, c.failed, c.cancelled, c.cost_usd, id)
-      if (c.finishedAt !== undefined) s.finish.run({ id, at: secs(c.finishedAt) })
+      const finishedAt = c.finishedAt
+      if (finishedAt !== undefined) moves(id, () => s.finish.run({ id, at: secs(finishedAt) }))
     }
     held.clear()
   }
@@ -106,17 +122,17 @@ export const batchesProjection = (db: Database.Database) => {
     }
   }
   const close = (id: string, as: ClosedAs, at: number, error: object | null) =>
-    s.close.run({ id, as, at: secs(at), error: error === null ? null : JSON.stringify(error) }).changes > 0
+    moves(id, () => s.close.run({ id, as, at: secs(at), error: error === null ? null : JSON.stringify(error) }).changes > 0)
   const finalEvent = (id: string, status: FinalStatus, at: number) => {
     s.finalWritten.run({ status, id })
-    s.finish.run({ id, at: secs(at) })
+    moves(id, () => s.finish.run({ id, at: secs(at) }))
   }
   /** Answers whether the event settled the batch's idle rows here, which the results projection then does too. */
   const apply = (event: Exclude<BatchEvent, RowEvent>, seq: number): boolean => {
     flush()
     switch (event.type) {
       case "batch_created":
-        s.created.run(
+        moves(event.batch_id, () => s.created.run(
           event.batch_id,
           event.account_id,
           event.key_id,
@@ -128,13 +144,13 @@ export const batchesProjection = (db: Database.Database) => {
           event.total,
           event.metadata === null ? null : JSON.stringify(event.metadata),
           JSON.stringify(event.models),
-        )
+        ))
         return false
       case "rows_added":
       case "row_bodies":
         return false
       case "batch_started":
-        s.started.run(secs(event.at), event.batch_id)
+        moves(event.batch_id, () => s.started.run(secs(event.at), event.batch_id))
         return false
       case "batch_cancelling":
         return close(event.batch_id, "cancelled", event.at, null)
@@ -160,11 +176,11 @@ export const batchesProjection = (db: Database.Database) => {
         return false
       case "batch_deleted":
         s.tombstone.run(event.at, event.reason ?? "deleted", event.batch_id)
-        s.deleted.run(event.batch_id)
+        moves(event.batch_id, () => s.deleted.run(event.batch_id))
         return false
       case "batch_purged":
         s.purged.run(event.batch_id, event.account_id, event.created_at, event.deleted_at, event.reason)
-        s.deleted.run(event.batch_id)
+        moves(event.batch_id, () => s.deleted.run(event.batch_id))
         return false
     }
   }

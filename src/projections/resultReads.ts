@@ -63,6 +63,14 @@ export const resultReads = (db: Database.Database) => {
     page: db.prepare(
       `SELECT idx, custom_id, status, response, error FROM results WHERE batch_id = ? AND idx >= ? ORDER BY idx LIMIT ?`,
     ),
+    // A filtered page walks the batch's rows in order from `after`: the console's view, not the dispatch path.
+    filteredPage: db.prepare(
+      `SELECT idx, custom_id, status, response, error FROM results
+       WHERE batch_id = @batchId AND idx >= @from AND (@status IS NULL OR status = @status)
+         AND (@code IS NULL OR json_extract(error, '$.code') = @code)
+       ORDER BY idx LIMIT @limit`,
+    ),
+    one: db.prepare(`SELECT idx, custom_id, status, response, error FROM results WHERE batch_id = ? AND idx = ?`),
     pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
     rowChunk: db.prepare<[string, number], RowChunk>(
       `SELECT first, type, first_seq AS firstSeq, seq FROM row_chunks WHERE batch_id = ? AND first <= ? ORDER BY first DESC LIMIT 1`,
@@ -88,8 +96,17 @@ export const resultReads = (db: Database.Database) => {
   }
   return {
     /** A results page as the JSON text the API answers. */
-    pageJson: (batchId: string, fromIdx: number, limit: number): string => {
-      const rows = s.page.all(batchId, fromIdx, limit + 1) as Array<ResultRow>
+    pageJson: (
+      batchId: string,
+      fromIdx: number,
+      limit: number,
+      filter: { readonly status?: string | undefined; readonly code?: string | undefined } = {},
+    ): string => {
+      const rows = (
+        filter.status === undefined && filter.code === undefined
+          ? s.page.all(batchId, fromIdx, limit + 1)
+          : s.filteredPage.all({ batchId, from: fromIdx, limit: limit + 1, status: filter.status ?? null, code: filter.code ?? null })
+      ) as Array<ResultRow>
       const hasMore = rows.length > limit
       if (hasMore) rows.pop()
       const first = rows[0]
@@ -117,6 +134,11 @@ export const resultReads = (db: Database.Database) => {
       return { bytes: Buffer.from(lines.text, "utf8"), next }
     },
     customId: (batchId: string, idx: number) => s.customId.get(batchId, idx),
+    /** One result line as JSON text, or undefined when the batch has no such row. */
+    lineJson: (batchId: string, idx: number): string | undefined => {
+      const row = s.one.get(batchId, idx) as ResultRow | undefined
+      return row === undefined ? undefined : line(row)
+    },
     /** Whether any row is still queued or running. */
     unsettled: (batchId: string) => s.unsettled.get(batchId) === 1,
     /** Rows that still need a slot: read once per batch when it is enqueued, never on the dispatch path. */

@@ -1,22 +1,20 @@
-import type { Account } from "../actors/Accounts.js"
-import type { CreateAccountPayload, CreateKeyPayload, UpdateAccountPayload } from "../http/api.js"
+import type {
+  AccountObject,
+  CreateAccountPayload,
+  CreatedKey,
+  CreateKeyPayload,
+  RevokedKey,
+  UpdateAccountPayload,
+} from "../domain/api/index.js"
+import type { OnRetry } from "./backoff.js"
 import { defaultBaseUrl, retryPolicyOf, trimSlash } from "./SluiceClient.js"
 import { Transport } from "./transport.js"
 
-export type AdminAccount = Account
+export type { CreatedKey, RevokedKey }
+export type AdminAccount = AccountObject
 export type CreateAccountInput = typeof CreateAccountPayload.Type
 export type UpdateAccountInput = typeof UpdateAccountPayload.Type
 export type CreateKeyInput = typeof CreateKeyPayload.Type
-/** The key's secret is in `key`, in this answer only. */
-export interface CreatedKey {
-  readonly id: string
-  readonly key: string
-  readonly expires_at: number | null
-}
-export interface RevokedKey {
-  readonly id: string
-  readonly revoked: true
-}
 
 export interface SluiceAdminOptions {
   /** Default: `SLUICE_ADMIN_TOKEN`. */
@@ -26,6 +24,7 @@ export interface SluiceAdminOptions {
   readonly maxRetries?: number
   readonly retryBaseDelayMs?: number
   readonly fetch?: typeof fetch
+  readonly onRetry?: OnRetry
 }
 
 /** `http://host:8080/v1` → `http://host:8080/admin/v1`; a base URL without `/v1` is taken as the server's root. */
@@ -36,7 +35,7 @@ const adminBaseUrl = (baseUrl: string) => {
 
 const path = (...parts: ReadonlyArray<string>) => parts.map((p) => `/${encodeURIComponent(p)}`).join("")
 
-/** The admin API (README "Admin API"): accounts and their keys, authenticated by `SLUICE_ADMIN_TOKEN`. */
+/** The admin API (docs/api.md, "Admin API"): accounts and their keys, authenticated by `SLUICE_ADMIN_TOKEN`. */
 export class SluiceAdmin {
   private readonly transport: Transport
 
@@ -50,6 +49,7 @@ export class SluiceAdmin {
       token,
       retry: retryPolicyOf(options),
       fetch: options.fetch ?? globalThis.fetch,
+      ...(options.onRetry === undefined ? {} : { onRetry: options.onRetry }),
     })
   }
 

@@ -9,13 +9,13 @@ import {
 } from "../domain/api/index.js"
 import type { BatchFileRow } from "../domain/jsonl/batchFileLines.js"
 import { type SplitLimits, splitBatches } from "../domain/jsonl/splitBatches.js"
-import { defaultRetryPolicy, type RetryPolicy } from "./backoff.js"
+import { defaultRetryPolicy, type OnRetry, type RetryPolicy } from "./backoff.js"
 import { type BatchInput, readBatchRows } from "./batchInput.js"
 import { createBody, envelopeBytes, serverBatchLimits } from "./batchLimits.js"
 import type { BatchStreamEvent } from "./batchStreamEvent.js"
 import { BatchInputError, PartialSubmitError, WaitTimeoutError } from "./errors.js"
 import { followEventStream, type FollowOptions } from "./eventStream.js"
-import { saveJsonl } from "./jsonlDownload.js"
+import { checkResultsFolder, saveJsonl, type Written, writeJsonl } from "./jsonlDownload.js"
 import { sleep, Transport } from "./transport.js"
 
 export type Batch = BatchObject
@@ -35,6 +35,8 @@ export interface SluiceClientOptions {
   /** The first retry's delay before jitter, doubling each retry; default 500 ms. */
   readonly retryBaseDelayMs?: number
   readonly fetch?: typeof fetch
+  /** Called before each retry's wait, with why the call failed: a CLI says so at once instead of going quiet. */
+  readonly onRetry?: OnRetry
   /** The most rows and bytes of one create call; default the server's own limits. */
   readonly batchLimits?: Partial<SplitLimits>
 }
@@ -63,6 +65,7 @@ export class SluiceClient {
   private readonly transport: Transport
   private readonly retry: RetryPolicy
   private readonly limits: SplitLimits
+  private readonly onRetry: OnRetry | undefined
 
   constructor(options: SluiceClientOptions = {}) {
     const apiKey = options.apiKey ?? process.env["SLUICE_API_KEY"]
@@ -71,11 +74,13 @@ export class SluiceClient {
     }
     this.retry = retryPolicyOf(options)
     this.limits = { ...serverBatchLimits, ...options.batchLimits }
+    this.onRetry = options.onRetry
     this.transport = new Transport({
       baseUrl: trimSlash(options.baseUrl ?? process.env["SLUICE_BASE_URL"] ?? defaultBaseUrl),
       token: apiKey,
       retry: this.retry,
       fetch: options.fetch ?? globalThis.fetch,
+      ...(options.onRetry === undefined ? {} : { onRetry: options.onRetry }),
     })
   }
 
@@ -139,12 +144,17 @@ export class SluiceClient {
     }
   }
 
-  /** Streams `GET /v1/batches/{id}/results.jsonl` to `out` through a temporary file, renamed into place when whole. */
-  async downloadResultsJsonl(id: string, options: { readonly out: string }): Promise<{ lines: number; bytes: number }> {
+  /**
+   * Streams `GET /v1/batches/{id}/results.jsonl` to `out`: a path, written through a temporary file
+   * renamed into place when whole, or a stream such as `process.stdout`, which is left open.
+   */
+  async downloadResultsJsonl(id: string, options: { readonly out: string | NodeJS.WritableStream }): Promise<Written> {
+    const { out } = options
+    if (typeof out === "string") await checkResultsFolder(out)
     const response = await this.transport.send("GET", `${batchPath(id)}/results.jsonl`, {
       headers: { accept: "application/x-ndjson" },
     })
-    return saveJsonl(response, options.out)
+    return typeof out === "string" ? saveJsonl(response, out) : writeJsonl(response, out)
   }
 
   /**
@@ -159,7 +169,7 @@ export class SluiceClient {
         headers: { accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) },
         signal: options.signal,
       })
-    return followEventStream(connect, this.transport.url(path), this.retry, options)
+    return followEventStream(connect, this.transport.url(path), this.retry, options, this.onRetry)
   }
 
   cancel(id: string): Promise<Batch> {

@@ -9,9 +9,12 @@ export class SluiceApiError extends Error {
   readonly type: string
   readonly code: string | null
   readonly param: string | null
+  /** The server's own message, without the call it answered. */
+  readonly detail: string
 
   constructor(status: number, detail: ErrorDetail, readonly method: string, readonly url: string) {
     super(`${method} ${url} answered ${status}: ${detail.message}`)
+    this.detail = detail.message
     this.status = status
     this.type = detail.type
     this.code = detail.code
@@ -27,7 +30,8 @@ export class SluiceConnectionError extends Error {
   }
 }
 
-const describeCause = (error: unknown): string => {
+/** An error and its cause in one line: fetch's `fetch failed` says little without its cause. */
+export const describeCause = (error: unknown): string => {
   if (!(error instanceof Error)) return String(error)
   const cause = error.cause
   return cause instanceof Error ? `${error.message} (${cause.message})` : error.message
@@ -38,6 +42,14 @@ export class BatchInputError extends Error {
   override readonly name = "BatchInputError"
   constructor(message: string, readonly line?: number) {
     super(message)
+  }
+}
+
+/** The results could not be written to the path given. */
+export class ResultsFileError extends Error {
+  override readonly name = "ResultsFileError"
+  constructor(readonly path: string, reason: string, cause?: unknown) {
+    super(`cannot write ${path}: ${reason}`, { cause })
   }
 }
 

@@ -1,6 +1,6 @@
-import { backoffDelayMs, type RetryPolicy } from "./backoff.js"
+import { backoffDelayMs, type OnRetry, type RetryPolicy } from "./backoff.js"
 import type { BatchStreamEvent } from "./batchStreamEvent.js"
-import { SluiceConnectionError } from "./errors.js"
+import { describeCause, SluiceConnectionError } from "./errors.js"
 import { SseDecoder } from "./sseDecoder.js"
 import { sleep } from "./transport.js"
 
@@ -27,6 +27,7 @@ export async function* followEventStream(
   url: string,
   retry: RetryPolicy,
   options: FollowOptions = {},
+  onRetry?: OnRetry,
 ): AsyncGenerator<BatchStreamEvent> {
   let lastEventId = options.lastEventId
   let failures = 0
@@ -59,6 +60,8 @@ export async function* followEventStream(
     }
     if (options.signal?.aborted) throw options.signal.reason
     if (failures >= retry.maxRetries) throw new SluiceConnectionError("GET", url, dropped)
-    await sleep(backoffDelayMs(failures++, retry, Math.random(), retryMs), options.signal)
+    const delayMs = backoffDelayMs(failures++, retry, Math.random(), retryMs)
+    onRetry?.({ method: "GET", url, reason: describeCause(dropped), retry: failures, maxRetries: retry.maxRetries, delayMs })
+    await sleep(delayMs, options.signal)
   }
 }

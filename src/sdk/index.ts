@@ -23,7 +23,7 @@ export {
   parseBatchRecords,
 } from "../domain/jsonl/batchFileLines.js"
 export { BatchRowTooLarge, type SplitLimits } from "../domain/jsonl/splitBatches.js"
-export { defaultRetryPolicy, type RetryPolicy } from "./backoff.js"
+export { defaultRetryPolicy, type OnRetry, type RetryNotice, type RetryPolicy } from "./backoff.js"
 export type { BatchInput, BatchRequest } from "./batchInput.js"
 export { serverBatchLimits } from "./batchLimits.js"
 export {
@@ -32,7 +32,14 @@ export {
   type BatchStreamEventType,
   resultLineFromEvent,
 } from "./batchStreamEvent.js"
-export { BatchInputError, PartialSubmitError, SluiceApiError, SluiceConnectionError, WaitTimeoutError } from "./errors.js"
+export {
+  BatchInputError,
+  PartialSubmitError,
+  ResultsFileError,
+  SluiceApiError,
+  SluiceConnectionError,
+  WaitTimeoutError,
+} from "./errors.js"
 export * from "./SluiceAdmin.js"
 export { type Batch, type SluiceClientOptions, SluiceClient, type WaitOptions } from "./SluiceClient.js"
 

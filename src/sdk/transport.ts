@@ -1,5 +1,5 @@
-import { backoffDelayMs, retryAfterMs, type RetryPolicy } from "./backoff.js"
-import { SluiceApiError, SluiceConnectionError } from "./errors.js"
+import { backoffDelayMs, type OnRetry, retryAfterMs, type RetryPolicy } from "./backoff.js"
+import { describeCause, SluiceApiError, SluiceConnectionError } from "./errors.js"
 
 /**
  * `idempotent`: retried on 429, 5xx and any connection error. `create`: stores something, so it is
@@ -15,6 +15,7 @@ export interface TransportOptions {
   readonly fetch: typeof fetch
   readonly random?: () => number
   readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
+  readonly onRetry?: OnRetry
 }
 
 export interface SendOptions {
@@ -109,7 +110,7 @@ export class Transport {
         if (retry >= policy.maxRetries || !retryableConnectionError(error, mode)) {
           throw new SluiceConnectionError(method, url, error)
         }
-        await this.sleep(backoffDelayMs(retry, policy, this.random(), undefined), options.signal)
+        await this.pause(method, url, describeCause(error), retry, backoffDelayMs(retry, policy, this.random(), undefined), options.signal)
         continue
       }
       if (response.ok) return response
@@ -126,8 +127,15 @@ export class Transport {
         error.type !== "insufficient_quota" &&
         (asked === undefined || asked <= policy.maxRetryAfterMs)
       if (retry >= policy.maxRetries || !worthRetrying) throw error
-      await this.sleep(backoffDelayMs(retry, policy, this.random(), asked), options.signal)
+      const reason = `answered ${response.status}: ${error.detail}`
+      await this.pause(method, url, reason, retry, backoffDelayMs(retry, policy, this.random(), asked), options.signal)
     }
+  }
+
+  private pause(method: string, url: string, reason: string, retry: number, delayMs: number, signal: AbortSignal | undefined) {
+    const maxRetries = this.options.retry.maxRetries
+    this.options.onRetry?.({ method, url, reason, retry: retry + 1, maxRetries, delayMs })
+    return this.sleep(delayMs, signal)
   }
 
   async json<T>(method: string, path: string, options: SendOptions = {}): Promise<T> {

@@ -1,3 +1,5 @@
+import { isObject, type JsonObject as Json } from "../domain/json.js"
+
 /** The few fields of a chat-completion request the simulator looks at, with minimal validation. */
 export interface ChatRequest {
   readonly model: string
@@ -9,11 +11,6 @@ export interface ChatRequest {
   /** Total characters of all message contents. */
   readonly promptChars: number
 }
-
-type Json = Record<string, unknown>
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Content may be a string or an array of parts; only text parts count. */
 const textOf = (content: unknown): string => {

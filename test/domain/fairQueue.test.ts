@@ -133,3 +133,22 @@ describe("FairQueue", () => {
     expect(queue.take()).toBeUndefined()
   })
 })
+
+describe("the queue's sizes by account", () => {
+  it("count each account's rows still waiting, over all its batches", () => {
+    const queue = new FairQueue()
+    queue.push("a", "a1", [0, 1, 2])
+    queue.push("a", "a2", [0])
+    queue.push("b", "b1", [0, 1])
+    queue.take()
+    queue.drop("a2")
+    const sizes = queue.sizesByAccount()
+    let total = 0
+    for (const n of sizes.values()) total += n
+    expect(total).toBe(queue.size)
+    expect(sizes.get("b")! + sizes.get("a")!).toBe(4)
+    queue.drop("a1")
+    queue.drop("b1")
+    expect(queue.sizesByAccount()).toEqual(new Map())
+  })
+})

@@ -248,6 +248,12 @@ describe("the seed's Errors table", () => {
         "POST /admin/v1/accounts/{id}/keys",
         "POST /admin/v1/keys/{id}/revoke",
         "POST /v1/chat/completions",
+        "GET /v1/batches/{batch_id}/results/{result_id}",
+        "GET /v1/models",
+        "GET /admin/v1/models",
+        "GET /healthz",
+        "GET /readyz",
+        "GET /metrics",
       ].sort(),
     )
     const create = spec.body.paths["/v1/batches"].post

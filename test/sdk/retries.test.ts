@@ -3,7 +3,7 @@ import { freePort } from "../support/ports.js"
 import { apiError, json, reset, startScriptedServer } from "../support/scriptedServer.js"
 import { backoffDelayMs, defaultRetryPolicy, retryAfterMs } from "../../src/sdk/backoff.js"
 import { Transport } from "../../src/sdk/transport.js"
-import { type Batch, SluiceApiError, SluiceClient, SluiceConnectionError } from "sluice/sdk"
+import { type Batch, type RetryNotice, SluiceApiError, SluiceClient, SluiceConnectionError } from "sluice/sdk"
 
 const batch = (id: string): Batch => ({
   id,
@@ -124,6 +124,20 @@ describe("the SDK's retries, against a scripted HTTP server", () => {
     expect(error).toBeInstanceOf(SluiceConnectionError)
     expect((error as Error).message).toContain(`POST http://127.0.0.1:${port}/v1/batches failed`)
     expect(calls).toBe(4)
+  })
+
+  it("onRetry hears of each retry before its wait, with the call, the reason and the delay", async () => {
+    const server = await serve(apiError(503, "log down", "server_error", "service_unavailable"), reset, json(200, batch("b")))
+    const notices: Array<RetryNotice> = []
+    const client = new SluiceClient({ apiKey: "k", baseUrl: `${server.url}/v1`, retryBaseDelayMs: 10, onRetry: (n) => notices.push(n) })
+    expect((await client.getBatch("b")).id).toBe("b")
+    expect(notices.map(({ delayMs, reason, ...n }) => n)).toEqual([
+      { method: "GET", url: `${server.url}/v1/batches/b`, retry: 1, maxRetries: 5 },
+      { method: "GET", url: `${server.url}/v1/batches/b`, retry: 2, maxRetries: 5 },
+    ])
+    expect(notices[0]?.reason).toBe("answered 503: log down")
+    expect(notices[1]?.reason).toMatch(/^fetch failed/)
+    expect(notices.map((n) => n.delayMs >= 5 && n.delayMs <= 20)).toEqual([true, true])
   })
 
   it("a quota 429 (insufficient_quota) is not retried: it lasts until 00:00 UTC", async () => {

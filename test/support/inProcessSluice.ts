@@ -1,4 +1,4 @@
-import { Chunk, Context, Effect, Exit, Fiber, Layer, Option, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
+import { Chunk, Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Option, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -47,6 +47,12 @@ export const startInProcessSluice = async (options: {
     completionWindowHours: 24,
     retentionDays: 7,
     maxUnfinishedBatches: 10,
+    instanceId: `inproc-${port}`,
+    metricsToken: Option.none(),
+    corsOrigins: [],
+    readyMaxLagSeconds: 30,
+    logFormat: "text",
+    logLevel: LogLevel.Info,
     ...options.config,
   }
   const scope = Effect.runSync(Scope.make())
@@ -57,7 +63,8 @@ export const startInProcessSluice = async (options: {
   const clock = await Effect.runPromise(
     Layer.buildWithScope(clockLayer, scope).pipe(Effect.map((ctx) => Context.get(ctx, TestClock.TestClock))),
   )
-  const fiber = Effect.runFork(Layer.launch(appLayer(config, { clock })))
+  // Warnings and errors only: a line per request would bury the test's own output.
+  const fiber = Effect.runFork(Layer.launch(appLayer(config, { clock })).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 30_000
   for (;;) {

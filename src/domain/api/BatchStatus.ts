@@ -13,4 +13,11 @@ export const BatchStatus = Schema.Literal(
 
 export type BatchStatus = typeof BatchStatus.Type
 
+/** The statuses a batch ends in, once no row of it runs: nothing changes it again. */
 export const FinalBatchStatuses: ReadonlySet<BatchStatus> = new Set(["completed", "failed", "expired", "cancelled"])
+
+/** Open: rows may still start. */
+export const OpenBatchStatuses: ReadonlySet<BatchStatus> = new Set(["validating", "in_progress"])
+
+/** Unfinished, as the contract counts them for an account's limit: open, or cancelling. */
+export const UnfinishedBatchStatuses: ReadonlySet<BatchStatus> = new Set(["validating", "in_progress", "cancelling"])

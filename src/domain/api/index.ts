@@ -1,3 +1,4 @@
+export * from "./AdminObjects.js"
 export * from "./BatchDeleted.js"
 export * from "./BatchObject.js"
 export * from "./BatchStatus.js"

@@ -1,9 +1,9 @@
+import { isObject, type JsonObject as Obj } from "../json.js"
+
 /*
  * Responses API request bodies, turned into the chat-completions bodies that are stored and sent
  * upstream. A body is Responses-shaped when it carries `input`; a chat body passes through as is.
  */
-
-type Obj = Record<string, unknown>
 
 export class BodyRejection {
   constructor(
@@ -32,8 +32,6 @@ export const ResponsesMessage = {
   tool: (t: number) => `'body.tools[${t}]' must be a function tool with a string 'name'; hosted tools cannot run in a batch`,
   textFormat: "'body.text.format' must be a text, json_object or json_schema format",
 } as const
-
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const reject = (detail: string, param: string): BodyRejection => new BodyRejection(detail, param)
 

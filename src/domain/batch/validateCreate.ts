@@ -3,6 +3,7 @@ import { type CreateLimits, createLimits } from "./createLimits.js"
 import { CreateMessage as M, rowMessage } from "./createMessages.js"
 import { checkChatBody, shown } from "../chat/chatBody.js"
 import { BodyRejection, normalizeRowBody, sentField } from "./responsesBody.js"
+import { isObject, type JsonObject as Obj } from "../json.js"
 
 export interface ModelAccess {
   /** True when the model exists in the catalog and the account may use it; the validator reports both failures alike. */
@@ -25,11 +26,7 @@ export class CreateRejected extends Schema.TaggedError<CreateRejected>()("Create
   param: Schema.NullOr(Schema.String),
 }) {}
 
-type Obj = Record<string, unknown>
-
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
+export const isAutoModel = (model: string) => model === "auto" || model.startsWith("auto-")
 
 const batchRow = { streaming: false } as const
 

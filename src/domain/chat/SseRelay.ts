@@ -1,7 +1,7 @@
+import { isObject } from "../json.js"
+
 const BOUNDARY = /\r?\n\r?\n/
 const encoder = new TextEncoder()
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Passes a Server-Sent Events answer on an event at a time, as each one is complete. It keeps the

@@ -8,7 +8,7 @@
  * over the keys a body has, with no closure per row: a create checks up to 50,000 bodies.
  */
 
-type Obj = Record<string, unknown>
+import { isObject, type JsonObject as Obj } from "../json.js"
 
 /** A field at fault: its path from the body (`temperature`, `messages[2].content[0].text`) and what it must be. */
 export interface BodyFault {
@@ -21,8 +21,6 @@ export interface ChatBodyOptions {
   /** `stream: true` is allowed (interactive requests); a batch row may not stream. */
   readonly streaming: boolean
 }
-
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const MAX_SHOWN = 40
 

@@ -1,5 +1,6 @@
 import { Either } from "effect"
 import { checkChatBody, shown } from "./chatBody.js"
+import { isObject, type JsonObject as Obj } from "../json.js"
 
 export interface ValidChat {
   readonly model: string
@@ -13,8 +14,6 @@ export type ChatRejected =
   | { readonly _tag: "Invalid"; readonly message: string; readonly param: string | null }
   | { readonly _tag: "ModelNotFound"; readonly message: string }
 
-type Obj = Record<string, unknown>
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 const invalid = (message: string, param: string | null = null) =>
   Either.left<ChatRejected>({ _tag: "Invalid", message, param })
 

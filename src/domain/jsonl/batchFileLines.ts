@@ -1,5 +1,6 @@
 import { Either, Schema } from "effect"
 import { DefaultCreateLimits } from "../batch/createLimits.js"
+import { isObject, type JsonObject as Obj } from "../json.js"
 
 /** One batch row as the SDK sends it: a custom id and the request body, without `method`/`url`. */
 export interface BatchFileRow {
@@ -18,10 +19,6 @@ export class BatchFileLineError extends Schema.TaggedError<BatchFileLineError>()
 }) {}
 
 export const batchEnvelopeUrls: ReadonlyArray<string> = ["/v1/chat/completions", "/v1/responses"]
-
-type Obj = Record<string, unknown>
-
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const envelopeKeys = new Set(["custom_id", "method", "url", "body"])
 const contentKeys = new Set(["custom_id", "content"])

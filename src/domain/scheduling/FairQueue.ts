@@ -72,6 +72,17 @@ export class FairQueue {
     this.count += rows.length
   }
 
+  /** The rows waiting, by account: a walk over the accounts and their batches, never the rows. */
+  sizesByAccount(): Map<string, number> {
+    const sizes = new Map<string, number>()
+    for (const [accountId, account] of this.accounts) {
+      let n = 0
+      for (const lane of account.lanes.values()) n += lane.rows.length - lane.head
+      sizes.set(accountId, n)
+    }
+    return sizes
+  }
+
   /** The next row in turn among the accounts and batches that `eligible` lets run now. */
   take(eligible: (accountId: string, batchId: string) => boolean = () => true): QueuedRow | undefined {
     if (this.ring.length === 0) return undefined

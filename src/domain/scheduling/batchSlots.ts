@@ -49,8 +49,7 @@ export const queuePushesBack = (waiting: number, batchConcurrency: number): bool
 /**
  * Rows a model may have started beyond its slots, held by the upstream thread until a slot frees. A
  * round of answers arrives at once; without rows in hand the freed slots would wait for the main
- * thread to decide the next rows (about 3 ms of 50 in B3). An eighth of the model's concurrency was
- * enough there; a model with fewer than 8 slots holds none, so a started row waits at most a
+ * thread to decide the next rows. An eighth of the model's concurrency keeps them busy; a model with fewer than 8 slots holds none, so a started row waits at most a
  * fraction of a round for its slot.
  */
 export const heldCalls = (batchConcurrency: number): number => Math.floor(batchConcurrency / 8)

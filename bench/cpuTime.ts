@@ -1,0 +1,7 @@
+import { readFileSync } from "node:fs"
+
+/** User plus system CPU time of a process (all its threads), in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+export const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}

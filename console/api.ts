@@ -1,0 +1,77 @@
+import type { BatchStatus } from "../src/domain/api/BatchStatus.js"
+import { SseDecoder, type SseMessage } from "../src/sdk/sseDecoder.js"
+
+/** An answer other than 2xx, with the message of Sluice's OpenAI-shaped error envelope. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const messageOf = async (response: Response) => {
+  const text = await response.text()
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } }
+    return body.error?.message ?? text
+  } catch {
+    return text === "" ? response.statusText : text
+  }
+}
+
+export const call = async <T>(token: string | null, method: string, path: string): Promise<T> => {
+  let response: Response
+  try {
+    response = await fetch(path, { method, headers: token === null ? {} : { authorization: `Bearer ${token}` } })
+  } catch (error) {
+    throw new ApiError(0, `Sluice could not be reached: ${String(error)}`)
+  }
+  if (!response.ok) throw new ApiError(response.status, await messageOf(response))
+  return (await response.json()) as T
+}
+
+export interface Batch {
+  readonly id: string
+  readonly status: string
+  readonly created_at: number
+  readonly completed_at: number | null
+  readonly cost_usd?: number
+  readonly request_counts: { readonly total: number; readonly completed: number; readonly failed: number }
+  readonly metadata: Record<string, string> | null
+}
+
+export interface Page<T> {
+  readonly data: ReadonlyArray<T>
+  readonly has_more: boolean
+  readonly last_id: string | null
+}
+
+export interface ResultLine {
+  readonly id: string
+  readonly custom_id: string
+  readonly status: string
+  readonly response: unknown
+  readonly error: { readonly code: string; readonly message: string } | null
+}
+
+/** The domain's FinalBatchStatuses, spelled again: importing that module would bundle effect's Schema into the page. */
+export const finalStatuses: ReadonlySet<string> = new Set(["completed", "failed", "expired", "cancelled"] satisfies ReadonlyArray<BatchStatus>)
+
+/**
+ * The batch's events stream, read with fetch (an EventSource cannot send the key as a header),
+ * until the server ends it or `signal` aborts it.
+ */
+export const streamEvents = async (token: string, batchId: string, onEvent: (m: SseMessage) => void, signal: AbortSignal) => {
+  const response = await fetch(`/v1/batches/${batchId}/events`, { headers: { authorization: `Bearer ${token}` }, signal })
+  if (!response.ok || response.body === null) throw new ApiError(response.status, await messageOf(response))
+  const decoder = new SseDecoder()
+  const text = new TextDecoder()
+  const reader = response.body.getReader()
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) return
+    for (const message of decoder.push(text.decode(value, { stream: true }))) onEvent(message)
+  }
+}

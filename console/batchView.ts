@@ -1,0 +1,196 @@
+import { type Batch, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
+import { bar, h, show, usd, when } from "./dom.js"
+import { eta, Pace } from "./progress.js"
+
+const RESULTS_PAGE = 20
+const settles = new Set(["row_completed", "row_failed", "row_cancelled"])
+
+interface Filter {
+  readonly status: string
+  readonly code: string
+}
+
+/** One batch: its live progress from the events stream, cancel and delete, and its results, filtered and paged. */
+export const batchView = async (root: HTMLElement, key: string, batchId: string, signal: AbortSignal) => {
+  let batch = await call<Batch>(key, "GET", `/v1/batches/${batchId}`)
+  const pace = new Pace()
+  const facts = h("div", { class: "facts" })
+  const progress = h("div", { id: "progress" })
+  const actions = h("div", { class: "row" })
+  const notice = h("div", { role: "alert" })
+  const results = h("div", { id: "results" })
+  const detail = h("div", { id: "detail" })
+  // Counted from the stream, which begins with the batch's history: every row event is in it once.
+  let settled = 0
+
+  const draw = () => {
+    const { total, completed, failed } = batch.request_counts
+    const done = Math.max(settled, completed + failed)
+    const rate = pace.rate(Date.now())
+    facts.replaceChildren(
+      ...[
+        ["Status", h("span", { class: `status ${batch.status}`, id: "status" }, batch.status)],
+        ["Settled", h("span", { id: "settled" }, `${done} / ${total}`)],
+        ["Completed", String(completed)],
+        ["Failed", String(failed)],
+        ["Rows/s", rate.toFixed(1)],
+        ["ETA", finalStatuses.has(batch.status) ? "done" : eta(total - done, rate)],
+        ["Cost", usd(batch.cost_usd ?? 0)],
+        ["Created", when(batch.created_at)],
+      ].map(([label, value]) => h("div", {}, String(label), h("b", {}, value as Node | string))),
+    )
+    progress.replaceChildren(bar(completed, failed, total, true))
+    const cancellable = batch.status === "validating" || batch.status === "in_progress"
+    actions.replaceChildren(
+      h("button", { id: "cancel", class: "danger", disabled: !cancellable, onclick: cancel }, "Cancel batch"),
+      h("button", { id: "delete", class: "danger", onclick: remove }, "Delete batch"),
+    )
+  }
+  const refresh = async () => {
+    try {
+      batch = await call<Batch>(key, "GET", `/v1/batches/${batchId}`)
+      draw()
+    } catch (error) {
+      if (!signal.aborted) notice.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
+    }
+  }
+  // The counts and cost come from the batch object, fetched at most twice a second while rows settle.
+  let pending: ReturnType<typeof setTimeout> | undefined
+  const refreshSoon = () => {
+    pending ??= setTimeout(() => {
+      pending = undefined
+      void refresh()
+    }, 500)
+  }
+  const cancel = async () => {
+    try {
+      batch = await call<Batch>(key, "POST", `/v1/batches/${batchId}/cancel`)
+      draw()
+    } catch (error) {
+      notice.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
+    }
+  }
+  const remove = async () => {
+    if (!confirm(`Delete ${batchId} and all its results?`)) return
+    try {
+      await call(key, "DELETE", `/v1/batches/${batchId}`)
+      location.hash = "#/batches"
+    } catch (error) {
+      notice.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
+    }
+  }
+
+  let filter: Filter = { status: "", code: "" }
+  const cursors: Array<string> = []
+  const status = h(
+    "select",
+    { id: "filter-status", onchange: () => applyFilter() },
+    ...["", "queued", "running", "completed", "failed", "cancelled", "expired"].map((s) => h("option", { value: s }, s === "" ? "any status" : s)),
+  ) as HTMLSelectElement
+  const code = h("input", { id: "filter-code", placeholder: "error code, e.g. timeout", onchange: () => applyFilter() }) as HTMLInputElement
+  const applyFilter = () => {
+    filter = { status: status.value, code: code.value.trim() }
+    cursors.length = 0
+    void loadResults()
+  }
+  const loadResults = async () => {
+    const params = new URLSearchParams({ limit: String(RESULTS_PAGE) })
+    const after = cursors[cursors.length - 1]
+    if (after !== undefined) params.set("after", after)
+    if (filter.status !== "") params.set("status", filter.status)
+    if (filter.code !== "") params.set("error_code", filter.code)
+    try {
+      const page = await call<Page<ResultLine>>(key, "GET", `/v1/batches/${batchId}/results?${params}`)
+      results.replaceChildren(
+        h(
+          "table",
+          { id: "results-table" },
+          h("thead", {}, h("tr", {}, h("th", {}, "Result"), h("th", {}, "custom_id"), h("th", {}, "Status"), h("th", {}, "Error"))),
+          h(
+            "tbody",
+            {},
+            page.data.map((line) =>
+              h(
+                "tr",
+                { class: "clickable", "data-result": line.id, onclick: () => void open(line.id) },
+                h("td", {}, line.id),
+                h("td", {}, line.custom_id),
+                h("td", {}, h("span", { class: `status ${line.status}` }, line.status)),
+                h("td", {}, line.error === null ? "" : `${line.error.code}: ${line.error.message}`),
+              ),
+            ),
+          ),
+        ),
+        page.data.length === 0 ? h("p", { class: "muted" }, "No results match.") : "",
+        h(
+          "div",
+          { class: "row" },
+          cursors.length === 0 ? null : h("button", { id: "results-newer", onclick: () => (cursors.pop(), void loadResults()) }, "← Previous"),
+          page.has_more && page.last_id !== null
+            ? h("button", { id: "results-older", onclick: () => (cursors.push(page.last_id!), void loadResults()) }, "Next →")
+            : null,
+        ),
+      )
+    } catch (error) {
+      results.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
+    }
+  }
+  const open = (resultId: string) =>
+    openResult(resultId).catch((error: unknown) => detail.replaceChildren(h("p", { class: "error" }, String((error as Error).message))))
+  const openResult = async (resultId: string) => {
+    for (const row of results.querySelectorAll("tr.selected")) row.classList.remove("selected")
+    results.querySelector(`tr[data-result="${resultId}"]`)?.classList.add("selected")
+    const line = await call<ResultLine & { request: unknown }>(key, "GET", `/v1/batches/${batchId}/results/${resultId}`)
+    detail.replaceChildren(
+      h("h2", {}, `${line.id} (${line.custom_id})`),
+      h("h3", {}, "Request"),
+      h("pre", { id: "detail-request" }, JSON.stringify(line.request, null, 2)),
+      h("h3", {}, line.error === null ? "Response" : "Error"),
+      h("pre", { id: "detail-response" }, JSON.stringify(line.error ?? line.response, null, 2)),
+    )
+  }
+
+  draw()
+  show(
+    root,
+    h("h1", {}, batchId),
+    progress,
+    facts,
+    actions,
+    notice,
+    h("h2", {}, "Results"),
+    h("div", { class: "row" }, status, code),
+    results,
+    detail,
+  )
+  void loadResults()
+  const ticker = setInterval(draw, 1000)
+  signal.addEventListener("abort", () => {
+    clearInterval(ticker)
+    clearTimeout(pending)
+  })
+
+  if (finalStatuses.has(batch.status)) return
+  try {
+    await streamEvents(
+      key,
+      batchId,
+      (message) => {
+        if (settles.has(message.event)) {
+          settled++
+          // The event's own time: the history's events fall outside the window the pace is read over.
+          pace.settle((JSON.parse(message.data) as { at?: number }).at ?? Date.now())
+          draw()
+        }
+        if (message.event.startsWith("batch_")) void refresh()
+        else if (settles.has(message.event)) refreshSoon()
+      },
+      signal,
+    )
+    // The stream ends once the batch is done.
+    await refresh()
+    void loadResults()
+  } catch (error) {
+    if (!signal.aborted) notice.replaceChildren(h("p", { class: "error" }, `Live updates stopped: ${String((error as Error).message)}`))
+  }
+}

@@ -1,0 +1,26 @@
+import { Effect, Layer } from "effect"
+import { EventLog } from "../eventlog/EventLog.js"
+import { Metrics } from "./Metrics.js"
+
+/** The event log, each append timed and its stored events counted. */
+export const metered = Layer.effect(
+  EventLog,
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    const metrics = yield* Metrics
+    return {
+      ...log,
+      append: (messages) =>
+        Effect.suspend(() => {
+          const started = performance.now()
+          return Effect.tap(log.append(messages), (results) =>
+            Effect.sync(() => {
+              let stored = 0
+              for (const r of results) if (!r.duplicate) stored++
+              metrics.appended(stored, (performance.now() - started) / 1000)
+            }),
+          )
+        }),
+    } satisfies EventLog["Type"]
+  }),
+)
