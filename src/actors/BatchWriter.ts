@@ -1,13 +1,15 @@
-import { Context, Effect, Either, Exit, Layer, Runtime } from "effect"
+import { Context, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
-import { type BatchCommand, type Rejection, decide } from "../domain/batch/decide.js"
-import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
+import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
+import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import { type BatchState, evolve, initialState, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
-import { batchMsgId, batchSubject } from "../domain/batch/subjects.js"
-import { type AppendInput, type AppendResult, EventLog, type LogUnavailable, type WrongLastSequence } from "../eventlog/EventLog.js"
+import { batchMsgId, batchSubject, isLaneSubject } from "../domain/batch/subjects.js"
+import { type AppendInput, type AppendResult, EventLog, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
-import { ReadModel } from "../projections/ReadModel.js"
-import { type BatchOwner, loadBatchOwner, loadBatchState } from "./batchState.js"
+import type { BatchOwner } from "./batchState.js"
+import { loadBatchFromLog } from "./batchFromLog.js"
+import { type LaneHold, LeaseLost } from "./lease/LaneHold.js"
+import { makeLanes } from "./lanes.js"
 import { afterWritten, logLifecycle } from "./writtenHooks.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { appendBodies, rowsMessages } from "./rowsAdded.js"
@@ -28,33 +30,52 @@ export interface Written {
   readonly finished?: boolean
 }
 
+export type WriteError = LogUnavailable | LeaseLost
+
 export interface BatchWriterShape {
   readonly create: (
     batch: NewBatch,
   ) => Effect.Effect<{ readonly batchId: string; readonly seq: number; readonly createdAt: number }, LogUnavailable>
-  /** Decides the command against the batch's state and writes the events: the single writer of each batch. */
+  /**
+   * Decides the command against the batch's state and writes the events. A row's command comes from
+   * the model's lease owner and names the lane it writes under; a lifecycle command is decided on the
+   * batch as the log holds it now, since other instances write the batch's other lanes.
+   */
   readonly execute: (batchId: string, command: BatchCommand) => Effect.Effect<Written, Rejection | LogUnavailable>
+  /** A row's command, written by the model's lease owner under `lane`. */
+  readonly executeRow: (batchId: string, command: BatchCommand, lane: LaneHold) => Effect.Effect<Written, Rejection | WriteError>
   /**
    * `execute` in two steps: answers the decided events as soon as they are decided (and the batch's state
    * has moved on), and `written` waits for the log to hold them. A caller can act on a decision while its
    * append is on the way, as long as it awaits `written` before anything that depends on it being stored.
    */
-  readonly decide: (batchId: string, command: BatchCommand) => Effect.Effect<Decided, Rejection | LogUnavailable>
+  readonly decideRow: (batchId: string, command: BatchCommand, lane: LaneHold) => Effect.Effect<Decided, Rejection | WriteError>
   readonly now: Effect.Effect<number>
   /** The row's phase as the writer knows it (the log's, after a reload). */
   readonly rowPhase: (batchId: string, row: number) => Effect.Effect<RowPhase | undefined, LogUnavailable>
+  /**
+   * A new owner takes the batch's lane of `lane.model`: the batch read from the log, the rows a previous
+   * owner left running settled as interrupted (they run again as their next attempt), in one window
+   * that is the claim. Answers the model's rows that may run, in submission order.
+   */
+  readonly claimLane: (batchId: string, lane: LaneHold) => Effect.Effect<ReadonlyArray<number>, Rejection | WriteError>
+  /** Another instance wrote to the batch: the next decision reads it from the log again. */
+  readonly invalidate: (batchId: string) => void
 }
 
 export interface Decided {
   readonly events: ReadonlyArray<BatchEvent>
-  readonly written: Effect.Effect<Written, LogUnavailable>
+  readonly written: Effect.Effect<Written, WriteError>
 }
 
-type AppendExit = Exit.Exit<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence>
+type AppendExit = Exit.Exit<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence | LeaseLost>
 
-/** One decision's place in the outbox: its append's outcome, once known, and whoever waits for it. */
+/** One decision's place in the outbox: where its events go, its append's outcome once known, and whoever waits. */
 interface Outgoing {
-  readonly messages: ReadonlyArray<AppendInput>
+  readonly events: ReadonlyArray<BatchEvent>
+  readonly lane: LaneHold | undefined
+  /** A new owner's claim: its lane gets a window even when it holds no event. */
+  readonly claim?: boolean
   exit: AppendExit | undefined
   waiting: Array<(exit: AppendExit) => void> | undefined
   /** Run once the log holds the decision (logs, metrics). */
@@ -64,18 +85,22 @@ interface Outgoing {
 interface Entry {
   state: BatchState
   readonly owner: BatchOwner | undefined
+  readonly rowModels: ReadonlyArray<string>
   readonly outbox: Array<Outgoing>
-  draining: boolean
+  /** Set while the outbox is being appended; done when it is empty again. */
+  drained: Deferred.Deferred<void> | undefined
+  /** Another instance wrote to the batch since it was read: read it again once nothing is in flight. */
+  stale: boolean
 }
 
-// Lighter than a Deferred per decision, which cost about 1.5 µs each, twice a row.
+// Lighter than a Deferred per decision, twice a row.
 const settle = (outgoing: Outgoing, exit: AppendExit) => {
   outgoing.exit = exit
   const waiting = outgoing.waiting
   outgoing.waiting = undefined
   if (waiting !== undefined) for (const resume of waiting) resume(exit)
 }
-const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence> =>
+const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence | LeaseLost> =>
   Effect.suspend(() =>
     outgoing.exit !== undefined
       ? outgoing.exit
@@ -94,70 +119,131 @@ const message = (event: BatchEvent): AppendInput => ({
   ...(onceOnlyTypes.has(event.type) ? { expectLastSubjectSeq: 0 } : {}),
 })
 
-const createMessages = (batch: NewBatch, batchId: string, now: number) => {
-  const created: BatchEvent = {
-    type: "batch_created",
-    batch_id: batchId,
-    account_id: batch.accountId,
-    key_id: batch.keyId,
-    created_at: now,
-    expires_at: now + batch.completionWindowMs,
-    completion_window: `${Math.round(batch.completionWindowMs / 3_600_000)}h`,
-    metadata: batch.metadata === null ? null : { ...batch.metadata },
-    total: batch.requests.length,
-    models: [...new Set(batch.requests.map((r) => r.model))],
-  }
-  // The rows go first so that a reader never sees a created batch without its rows.
-  const rows = rowsMessages(batchId, batch.requests)
-  const messages = (storedBodies: ReadonlyArray<AppendResult>) => [...rows.rowsAdded(storedBodies), message(created)]
-  return { created, rows, messages }
-}
+const createdEvent = (batch: NewBatch, batchId: string, now: number): Extract<BatchEvent, { type: "batch_created" }> => ({
+  type: "batch_created",
+  batch_id: batchId,
+  account_id: batch.accountId,
+  key_id: batch.keyId,
+  created_at: now,
+  expires_at: now + batch.completionWindowMs,
+  completion_window: `${Math.round(batch.completionWindowMs / 3_600_000)}h`,
+  metadata: batch.metadata === null ? null : { ...batch.metadata },
+  total: batch.requests.length,
+  models: [...new Set(batch.requests.map((r) => r.model))],
+})
+
+/** Row commands are the lease owner's; the others are the batch's lifecycle, decided on the log's batch. */
+const isRowCommand = (command: BatchCommand) =>
+  command.type === "StartRow" || command.type === "SettleRow" || command.type === "InterruptRow"
 
 export const Live = Layer.effect(
   BatchWriter,
   Effect.gen(function* () {
     const log = yield* EventLog
-    const db = yield* ReadModel
     const projector = yield* Projector
     // Captured at construction: a batch's times follow the clock the service was built with, whoever calls it.
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
     const metrics = yield* Metrics
+    const lanes = makeLanes()
     const live = new Map<string, Entry>()
-    const fresh = (state: BatchState, owner: BatchOwner | undefined): Entry => ({ state, owner, outbox: [], draining: false })
+
+    const load = (batchId: string) =>
+      Effect.map(loadBatchFromLog(log, batchId), ({ state, owner, rowModels, tips }): Entry => {
+        lanes.learn(batchId, owner?.models ?? [], tips)
+        const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
+        const known = live.get(batchId)
+        // A decision made while the batch was being read stays with the entry it was made on.
+        if (known === undefined || known.drained === undefined) live.set(batchId, loaded)
+        return live.get(batchId)!
+      })
 
     const entry = (batchId: string) =>
+      Effect.suspend(() => {
+        const known = live.get(batchId)
+        if (known !== undefined && !(known.stale && known.drained === undefined)) return Effect.succeed(known)
+        if (known !== undefined) live.delete(batchId)
+        return load(batchId)
+      })
+
+    /** The batch as the log holds it, once this instance's own decisions on it are stored. */
+    const fresh = (batchId: string) =>
       Effect.gen(function* () {
         const known = live.get(batchId)
-        if (known !== undefined) return known
-        // Evicted or never seen since start: the read model is the state once it has applied the whole log.
-        yield* projector.awaitSeq(yield* log.lastSeq)
-        const again = live.get(batchId)
-        if (again !== undefined) return again
-        const loaded = fresh(loadBatchState(db, batchId) ?? initialState(batchId), loadBatchOwner(db, batchId))
-        live.set(batchId, loaded)
-        return loaded
+        if (known?.drained !== undefined) yield* Deferred.await(known.drained)
+        if (live.get(batchId) === known) live.delete(batchId)
+        return yield* load(batchId)
+      })
+
+    /** The messages of one append: lifecycle events as they are, each lane's row events in one window. */
+    const messagesOf = (batchId: string, sending: ReadonlyArray<Outgoing>) =>
+      Effect.gen(function* () {
+        const messages: Array<AppendInput | { readonly lane: LaneHold; readonly events: Array<RowEvent> }> = []
+        const placeOf = new Map<Outgoing, Set<number>>()
+        const windows = new Map<string, number>()
+        for (const decision of sending) {
+          const places = new Set<number>()
+          for (const event of decision.events) {
+            if (isRowEvent(event)) {
+              const lane = decision.lane!
+              let at = windows.get(lane.model)
+              if (at === undefined) {
+                at = messages.push({ lane, events: [] }) - 1
+                windows.set(lane.model, at)
+              }
+              ;(messages[at] as { events: Array<RowEvent> }).events.push(event)
+              places.add(at)
+            } else places.add(messages.push(message(event)) - 1)
+          }
+          if (decision.claim === true && decision.lane !== undefined && !windows.has(decision.lane.model)) {
+            const at = messages.push({ lane: decision.lane, events: [] }) - 1
+            windows.set(decision.lane.model, at)
+            places.add(at)
+          }
+          placeOf.set(decision, places)
+        }
+        const inputs: Array<AppendInput> = []
+        const leases = new Map<string, number>()
+        for (const m of messages) {
+          if ("subject" in m) {
+            inputs.push(m)
+            continue
+          }
+          const window = lanes.window(batchId, m.lane, m.events)
+          if (window instanceof LeaseLost) return yield* Effect.fail(window)
+          leases.set(window.subject, m.lane.revision)
+          inputs.push(window)
+        }
+        return { inputs, placeOf, leases }
       })
 
     /** Appends everything the batch's outbox holds in one call, in decision order, until it is empty. */
-    const drain = (current: Entry): Effect.Effect<void> =>
+    const drain = (batchId: string, current: Entry): Effect.Effect<void> =>
       Effect.gen(function* () {
         while (current.outbox.length > 0) {
           const sending = current.outbox.splice(0)
-          const exit = yield* Effect.exit(log.append(sending.flatMap((d) => d.messages)))
-          let offset = 0
+          const exit: Exit.Exit<
+            { readonly written: ReadonlyArray<AppendResult>; readonly placeOf: Map<Outgoing, Set<number>> },
+            LogUnavailable | WrongLastSequence | LeaseLost
+          > = yield* Effect.exit(
+            Effect.gen(function* () {
+              const { inputs, placeOf, leases } = yield* messagesOf(batchId, sending)
+              const written = yield* log.append(inputs)
+              lanes.stored(leases, inputs, written)
+              return { written, placeOf }
+            }),
+          )
           for (const decision of sending) {
-            const count = decision.messages.length
-            const outcome = Exit.map(exit, (written) => written.slice(offset, offset + count))
+            const outcome = Exit.map(exit, ({ written, placeOf }) => [...placeOf.get(decision)!].map((i) => written[i]!))
             settle(decision, outcome)
-            offset += count
             const stored = Exit.isSuccess(outcome) && outcome.value.some((r) => !r.duplicate)
             if (stored && decision.after !== undefined) yield* decision.after
           }
         }
-        current.draining = false
-        // Forgotten only once its last events are in the log: a command arriving before that would
-        // reload the batch from a read model that does not have them yet.
+        const done = current.drained
+        current.drained = undefined
+        if (done !== undefined) yield* Deferred.succeed(done, undefined)
+        // Forgotten only once its last events are in the log.
         const { state } = current
         if (isFinal(state.status) && state.running === 0 && live.get(state.id) === current) live.delete(state.id)
       })
@@ -165,27 +251,41 @@ export const Live = Layer.effect(
     const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
 
     /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
-    const decideOn = (batchId: string, current: Entry, command: BatchCommand): Effect.Effect<Decided, Rejection> => {
+    const decideOn = (
+      batchId: string,
+      current: Entry,
+      command: BatchCommand,
+      lane: LaneHold | undefined,
+    ): Effect.Effect<Decided, Rejection | LeaseLost> => {
+      if (lane !== undefined && !lane.valid()) return Effect.fail(new LeaseLost({ model: lane.model, reason: "the lease was not renewed in time" }))
       const decision = decide(command, current.state)
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = decision.right
       if (events.length === 0) return Effect.succeed({ events, written: nothingWritten })
-      const after = afterWritten(db, metrics, current.state, current.owner, events)
+      if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
+      const after = afterWritten(current.rowModels, metrics, current.state, current.owner, events)
       const wasFinal = isFinal(current.state.status)
       current.state = events.reduce(evolve, current.state)
       const finished = !wasFinal && isFinal(current.state.status)
-      const outgoing: Outgoing = { messages: events.map(message), exit: undefined, waiting: undefined, after }
+      const outgoing: Outgoing = { events, lane, exit: undefined, waiting: undefined, after }
       current.outbox.push(outgoing)
-      if (!current.draining) {
-        current.draining = true
-        Runtime.runFork(runtime)(drain(current))
+      if (current.drained === undefined) {
+        current.drained = Deferred.unsafeMake<void>(FiberId.none)
+        Runtime.runFork(runtime)(drain(batchId, current))
       }
-      const written: Effect.Effect<Written, LogUnavailable> = appended(outgoing).pipe(
+      const written: Effect.Effect<Written, WriteError> = appended(outgoing).pipe(
         Effect.matchEffect({
           onFailure: (error) => {
             // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
             if (live.get(batchId) === current) live.delete(batchId)
-            if (error._tag === "LogUnavailable") return Effect.fail(error)
+            if (error._tag === "LogUnavailable" || error._tag === "LeaseLost") return Effect.fail(error)
+            if (isLaneSubject(error.subject) && lane !== undefined) {
+              // Refused on the lane: another lease wrote it since (this one is lost), or a window of this
+              // lease whose acknowledgement was lost (the decision is decided again on the log's batch).
+              return Effect.flatMap(load(batchId), () =>
+                Effect.fail(lanes.verdict(batchId, lane) ?? new LogUnavailable({ message: `${error.subject} moved on: read again` })),
+              )
+            }
             // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
             return Effect.flatMap(Effect.flatMap(log.lastSeq, projector.awaitSeq), () => nothingWritten)
           },
@@ -202,15 +302,19 @@ export const Live = Layer.effect(
     // No other command of this batch interleaves with a decision, and the log receives the batch's
     // events in the order they were decided. The append is awaited outside that step, so many rows'
     // decisions share one append.
-    const decideCommand = (batchId: string, command: BatchCommand): Effect.Effect<Decided, Rejection | LogUnavailable> =>
+    const decideCommand = (batchId: string, command: BatchCommand, lane?: LaneHold): Effect.Effect<Decided, Rejection | WriteError> =>
       Effect.suspend(() => {
+        if (!isRowCommand(command)) return Effect.flatMap(fresh(batchId), (current) => decideOn(batchId, current, command, lane))
         const known = live.get(batchId)
-        if (known !== undefined) return decideOn(batchId, known, command)
-        return Effect.flatMap(entry(batchId), (current) => decideOn(batchId, current, command))
+        if (known !== undefined && !known.stale) return decideOn(batchId, known, command, lane)
+        return Effect.flatMap(entry(batchId), (current) => decideOn(batchId, current, command, lane))
       })
 
+    const executeRow = (batchId: string, command: BatchCommand, lane: LaneHold) =>
+      Effect.flatMap(decideCommand(batchId, command, lane), (decided) => decided.written)
+    // Without a lane, nothing is written under a lease: a lease cannot be lost.
     const execute = (batchId: string, command: BatchCommand) =>
-      Effect.flatMap(decideCommand(batchId, command), (decided) => decided.written)
+      Effect.catchTag(executeRow(batchId, command, undefined as unknown as LaneHold), "LeaseLost", (e) => Effect.die(e))
 
     const create = (batch: NewBatch) => {
       // Dropped once serialized: the rows' objects need not stay alive while the log stores their bytes.
@@ -218,20 +322,92 @@ export const Live = Layer.effect(
       return Effect.gen(function* () {
         const now = yield* clock.currentTimeMillis
         const batchId = `batch_${randomUUID().replaceAll("-", "")}`
-        const { created, rows: rowMessages, messages } = createMessages(rows!, batchId, now)
+        const created = createdEvent(rows!, batchId, now)
+        const events = yield* Either.match(decideCreate(created, initialState(batchId)), {
+          onLeft: (e) => Effect.die(e),
+          onRight: Effect.succeed,
+        })
+        const rowMessages = rowsMessages(batchId, rows!.requests)
+        const rowModels = rows!.requests.map((r) => r.model)
         rows = undefined
-        // A crash before the rows are appended leaves bodies that no batch names: never read, purged by nobody.
-        const written = yield* log.append(messages(yield* appendBodies(log, rowMessages)))
+        // The rows go first so that a reader never sees a created batch without its rows. A crash before
+        // they are appended leaves bodies that no batch names: never read, purged by nobody.
+        const storedBodies = yield* appendBodies(log, rowMessages)
+        const written = yield* log.append([...rowMessages.rowsAdded(storedBodies), ...events.map(message)])
         const owner = { accountId: created.account_id, models: created.models }
-        live.set(batchId, fresh(evolve(initialState(batchId), created), owner))
+        live.set(batchId, {
+          state: events.reduce(evolve, initialState(batchId)),
+          owner,
+          rowModels,
+          outbox: [],
+          drained: undefined,
+          stale: false,
+        })
         yield* logLifecycle(created, owner)
         return { batchId, seq: Math.max(...written.map((w) => w.seq)), createdAt: now }
       }).pipe(Effect.catchTag("WrongLastSequence", (e) => Effect.die(e)))
     }
 
-    const phaseOf = (batchId: string, row: number) =>
-      Effect.map(entry(batchId), (current) => rowPhase(current.state, row))
+    const phaseOf = (batchId: string, row: number) => Effect.map(entry(batchId), (current) => rowPhase(current.state, row))
 
-    return { create, execute, decide: decideCommand, now: clock.currentTimeMillis, rowPhase: phaseOf }
+    const claimLane = (batchId: string, lane: LaneHold): Effect.Effect<ReadonlyArray<number>, Rejection | WriteError> =>
+      Effect.gen(function* () {
+        const current = yield* fresh(batchId)
+        if (!current.state.exists || current.state.deleted) return yield* Effect.fail(new BatchNotFound({ batchId }))
+        const lost = lanes.verdict(batchId, lane)
+        if (lost !== undefined) return yield* Effect.fail(lost)
+        const mine: Array<number> = []
+        current.rowModels.forEach((model, row) => {
+          if (model === lane.model) mine.push(row)
+        })
+        const at = clock.unsafeCurrentTimeMillis()
+        // The rows a previous owner left running are settled in the claim's own window.
+        const interrupted: Array<BatchEvent> = []
+        if (!isFinal(current.state.status)) {
+          for (const row of mine) {
+            if (rowPhase(current.state, row)?.status !== "running") continue
+            const decision = decide({ type: "InterruptRow", row, at }, current.state)
+            if (Either.isRight(decision)) {
+              interrupted.push(...decision.right)
+              current.state = decision.right.reduce(evolve, current.state)
+            }
+          }
+        }
+        const outgoing: Outgoing = { events: interrupted, lane, claim: true, exit: undefined, waiting: undefined, after: undefined }
+        current.outbox.push(outgoing)
+        if (current.drained === undefined) {
+          current.drained = Deferred.unsafeMake<void>(FiberId.none)
+          Runtime.runFork(runtime)(drain(batchId, current))
+        }
+        const claimed = yield* Effect.either(appended(outgoing))
+        if (Either.isLeft(claimed)) {
+          if (live.get(batchId) === current) live.delete(batchId)
+          const error = claimed.left
+          if (error._tag !== "WrongLastSequence") return yield* Effect.fail(error)
+          // Someone wrote the batch while it was read: read it again and claim from there.
+          yield* load(batchId)
+          return yield* Effect.fail(lanes.verdict(batchId, lane) ?? new LogUnavailable({ message: `${error.subject} moved on while it was claimed` }))
+        }
+        return mine.filter((row) => {
+          const phase = rowPhase(current.state, row)
+          return phase === undefined || phase.status === "queued"
+        })
+      })
+
+    return {
+      create,
+      execute,
+      executeRow,
+      decideRow: decideCommand,
+      now: clock.currentTimeMillis,
+      rowPhase: phaseOf,
+      claimLane,
+      invalidate: (batchId: string) => {
+        const known = live.get(batchId)
+        if (known !== undefined) known.stale = true
+      },
+    }
   }),
 )
+
+export { LeaseLost, WrongLastSequence }

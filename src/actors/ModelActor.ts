@@ -8,6 +8,7 @@ import { backoffMs } from "../domain/upstream/retryPolicy.js"
 import { type EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape, Decided } from "./BatchWriter.js"
+import type { LaneHold, LeaseLost } from "./lease/LaneHold.js"
 import { heldCalls } from "../domain/scheduling/batchSlots.js"
 import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import type { AdmissionShape } from "./Admission.js"
@@ -46,7 +47,8 @@ export const makeModelActor = (
   admission: AdmissionShape,
   load: ModelLoadShape,
   metrics: MetricsShape,
-  leaseOwner: string,
+  lane: LaneHold,
+  onLost: (lost: LeaseLost) => void,
 ) =>
   Effect.gen(function* () {
     const queue = new FairQueue()
@@ -197,7 +199,7 @@ export const makeModelActor = (
     // Deciding a command twice gives the same events with the same message ids, which the log stores once.
     const write = (batchId: string, command: BatchCommand & { readonly row: number }) =>
       whileLogUnavailable(
-        writer.execute(batchId, command),
+        writer.executeRow(batchId, command, lane),
         (e) => `row ${command.row} of ${batchId} waits for the event log: ${e.message}`,
       )
 
@@ -206,7 +208,7 @@ export const makeModelActor = (
     // writer holds the log's state of the batch by the time the start is decided again.
     const decideStart = (batchId: string, row: number) =>
       whileLogUnavailable(
-        Effect.suspend(() => writer.decide(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() })).pipe(
+        Effect.suspend(() => writer.decideRow(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() }, lane)).pipe(
           Effect.flatMap((decided) =>
             decided.events.some((e) => e.type === "row_started") ? Effect.succeed(decided) : Effect.as(decided.written, decided),
           ),
@@ -265,6 +267,13 @@ export const makeModelActor = (
         }
       }).pipe(
         Effect.catchTag("BatchNotFound", () => Effect.void),
+        Effect.catchTag("LeaseLost", (lost) =>
+          Effect.sync(() => {
+            draining = true
+            wakeAll()
+            onLost(lost)
+          }),
+        ),
         Effect.catchAllCause((cause) => Effect.logError(`row ${row} of ${batchId} on ${model.id} could not be run`, cause)),
       )
 
@@ -327,7 +336,7 @@ export const makeModelActor = (
           running: busy,
           queuedByAccount,
           interactiveInFlight: load.interactiveInFlight(model),
-          leaseOwner,
+          leaseOwner: lane.owner,
         }
       },
     } satisfies ModelActor

@@ -2,8 +2,7 @@ import { Effect, HashMap, Option } from "effect"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import type { BatchState } from "../domain/batch/state.js"
 import type { MetricsShape, SettledOutcome } from "../metrics/Metrics.js"
-import type { ReadModel } from "../projections/ReadModel.js"
-import { type BatchOwner, loadRowModels } from "./batchState.js"
+import type { BatchOwner } from "./batchState.js"
 
 /** A batch lifecycle event's log line, with the batch, its account and its models. */
 export const logLifecycle = (event: BatchEvent, owner: BatchOwner | undefined) =>
@@ -17,9 +16,9 @@ export const logLifecycle = (event: BatchEvent, owner: BatchOwner | undefined) =
   )
 
 /** The rows that a closing event settles together: those neither running nor finished before it, by model. */
-const idleByModel = (db: ReadModel["Type"], before: BatchState, owner: BatchOwner | undefined, rows: number) => {
+const idleByModel = (rowModels: ReadonlyArray<string>, before: BatchState, owner: BatchOwner | undefined, rows: number) => {
   if (owner !== undefined && owner.models.length === 1) return new Map([[owner.models[0]!, rows]])
-  const models = loadRowModels(db, before.id)
+  const models = rowModels
   const split = new Map<string, number>()
   for (let idx = 0; idx < before.total; idx++) {
     const phase = Option.getOrUndefined(HashMap.get(before.rows, idx))
@@ -50,7 +49,7 @@ const bulkOutcome = (event: BatchEvent): readonly [SettledOutcome, string, numbe
  * closing event settled counted by model. Worked out from the state before the events, when decided.
  */
 export const afterWritten = (
-  db: ReadModel["Type"],
+  rowModels: ReadonlyArray<string>,
   metrics: MetricsShape,
   before: BatchState,
   owner: BatchOwner | undefined,
@@ -64,7 +63,7 @@ export const afterWritten = (
     const bulk = bulkOutcome(event)
     if (bulk === undefined || bulk[2] === 0) continue
     const [outcome, code, rows] = bulk
-    const split = idleByModel(db, before, owner, rows)
+    const split = idleByModel(rowModels, before, owner, rows)
     steps.push(Effect.sync(() => split.forEach((n, model) => metrics.rowSettled(model, outcome, code, n))))
   }
   return steps.length === 0 ? undefined : Effect.all(steps, { discard: true })

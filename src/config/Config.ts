@@ -19,6 +19,10 @@ export const SluiceConfig = Config.all({
     Config.withDefault(10),
     Config.validate({ message: "SLUICE_MAX_UNFINISHED_BATCHES must be at least 1", validation: (n) => n >= 1 }),
   ),
+  leaseTtlMs: Config.integer("SLUICE_LEASE_TTL_MS").pipe(
+    Config.withDefault(10_000),
+    Config.validate({ message: "SLUICE_LEASE_TTL_MS must be at least 1000", validation: (ms) => ms >= 1000 }),
+  ),
   instanceId: Config.string("SLUICE_INSTANCE_ID").pipe(Config.withDefault(`${hostname()}-${process.pid}`)),
   metricsToken: Config.option(Config.redacted("SLUICE_METRICS_TOKEN")),
   corsOrigins: Config.array(Config.string(), "SLUICE_CORS_ORIGINS").pipe(

@@ -1,6 +1,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream } from "effect"
 import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
+import { LaneWindow } from "../domain/batch/laneWindow.js"
 import { type PublicBatchEvent, isTerminalRowEvent, publicEvent } from "../domain/batch/publicEvent.js"
 import { isFinal } from "../domain/batch/state.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
@@ -24,17 +25,22 @@ const settlingTypes: ReadonlySet<BatchEvent["type"]> = new Set<BatchEvent["type"
 ])
 
 const decode = Schema.decodeUnknownEither(BatchEvent)
+const decodeWindow = Schema.decodeUnknownEither(LaneWindow)
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
-/** The batch's events a watcher is shown: not its request bodies, which are most of its bytes. */
-const eventOf = (message: LogMessage): Exclude<BatchEvent, typeof RowBodies.Type> | undefined => {
-  if (isRowBodiesSubject(message.subject)) return undefined
+type Shown = Exclude<BatchEvent, typeof RowBodies.Type>
+
+/** The batch's events a watcher is shown (a lane window's each): not its request bodies, which are most of its bytes. */
+const eventsOfMessage = (message: LogMessage): ReadonlyArray<Shown> => {
+  if (isRowBodiesSubject(message.subject)) return []
   try {
-    const event = Either.getOrUndefined(decode(JSON.parse(decoder.decode(message.data))))
-    return event?.type === "row_bodies" ? undefined : event
+    const payload = JSON.parse(decoder.decode(message.data)) as { type?: unknown }
+    if (payload.type === "lane_window") return Either.getOrUndefined(decodeWindow(payload))?.events ?? []
+    const event = Either.getOrUndefined(decode(payload))
+    return event === undefined || event.type === "row_bodies" ? [] : [event]
   } catch {
-    return undefined
+    return []
   }
 }
 
@@ -78,24 +84,25 @@ export const batchEventsStream = (sources: EventsStreamSources, batchId: string,
       for (const message of messages) {
         if (gone) break
         if (message.seq <= position.seq) continue
-        const event = eventOf(message)
-        let shown: PublicBatchEvent | undefined
-        if (event !== undefined && isTerminalRowEvent(event)) {
-          const customId = results.customId(batchId, event.row)
-          // A row leaves the read model only with its deleted batch, whose events end here.
-          if (customId === undefined && batches.one(batchId) === undefined) {
-            gone = true
-            break
-          }
-          if (customId !== undefined) shown = publicEvent(event, customId)
-        } else if (event !== undefined) {
-          shown = publicEvent(event)
+        const cursor = cursorAfter(message)
+        for (const event of eventsOfMessage(message)) {
+          let shown: PublicBatchEvent | undefined
+          if (isTerminalRowEvent(event)) {
+            const customId = results.customId(batchId, event.row)
+            // A row leaves the read model only with its deleted batch, whose events end here.
+            if (customId === undefined && batches.one(batchId) === undefined) {
+              gone = true
+              break
+            }
+            if (customId !== undefined) shown = publicEvent(event, customId)
+          } else shown = publicEvent(event)
+          if (shown === undefined) continue
+          text += frame(cursor, shown)
+          settling ||= settlingTypes.has(event.type)
+          if (event.type === "batch_deleted") gone = true
         }
-        position = cursorAfter(message)
-        if (event === undefined || shown === undefined) continue
-        text += frame(position, shown)
-        settling ||= settlingTypes.has(event.type)
-        if (event.type === "batch_deleted") gone = true
+        if (gone) break
+        position = cursor
       }
       return { text, settling }
     }

@@ -1,11 +1,12 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
-import { BatchEvent, isRowEvent } from "../domain/batch/events.js"
+import { BatchEvent, isRowEvent, type RowEvent } from "../domain/batch/events.js"
+import { LaneWindow } from "../domain/batch/laneWindow.js"
+import { type BatchChange, batchesProjection } from "./batches.js"
 import { rowEffect } from "../domain/batch/rowEffect.js"
 import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
-import { batchesProjection } from "./batches.js"
 import { ReadModel } from "./ReadModel.js"
 import { resultsProjection } from "./results.js"
 import { usageProjection } from "./usage.js"
@@ -14,6 +15,7 @@ import { Metrics } from "../metrics/Metrics.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
+const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const text = new TextDecoder()
 
@@ -40,6 +42,8 @@ export interface ProjectorShape {
    * has committed and before `awaitSeq` sees its sequence: readers of accounts invalidate what they cached.
    */
   readonly accountChanges: Effect.Effect<Queue.Dequeue<AccountChanges>, never, Scope.Scope>
+  /** The batch changes of every window applied from now on, published once its transaction has committed. */
+  readonly batchChanges: Effect.Effect<Queue.Dequeue<ReadonlyArray<BatchChange>>, never, Scope.Scope>
   /**
    * How old the events of the last window applied were, in ms of the log's own time (0 before any):
    * how far behind the log the projections run, while they are behind.
@@ -50,8 +54,13 @@ export interface ProjectorShape {
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
 
 /** Applies a window of log messages to every projection in one transaction, offsets included. */
-export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, statuses?: BatchStatusCounts) => {
-  const batches = batchesProjection(db, statuses)
+export const makeApplier = (
+  db: ReadModel["Type"],
+  changed?: AccountChangeSink,
+  statuses?: BatchStatusCounts,
+  batchChanged?: (change: BatchChange) => void,
+) => {
+  const batches = batchesProjection(db, statuses, batchChanged)
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
   const usage = usageProjection(db)
@@ -60,6 +69,19 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, 
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
      ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
   )
+  // A row event does what the batch's standing at its place in the log lets it, and moves the batch's
+  // counters only if it moved the row.
+  const applyRowEvent = (event: RowEvent) => {
+    const batch = batches.target(event.batch_id)
+    const effect = batch === undefined ? undefined : rowEffect({ status: batch.status, closedAs: batch.closing ?? undefined }, event)
+    if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
+      batches.applyRow(event, batch, effect)
+      if (event.type === "row_completed") {
+        const charged = usage.apply(event)
+        if (charged !== undefined) changed?.usage(charged)
+      }
+    }
+  }
   const applyOne = (message: LogMessage) => {
     // Request bodies, most of a batch's bytes: no projection needs them (`rows_added` says where they are).
     if (isRowBodiesSubject(message.subject)) return true
@@ -71,21 +93,14 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, 
       return false
     }
     if (kind === "batch") {
+      if ((payload as { type?: unknown }).type === "lane_window") {
+        for (const event of decodeWindow(payload).events) applyRowEvent(event)
+        return true
+      }
       const event = decodeBatch(payload)
-      // A row event does what the batch's standing at its place in the log lets it, and moves the
-      // batch's counters only if it moved the row; a lifecycle event settles the idle rows only if it
-      // closed the batch there.
-      if (isRowEvent(event)) {
-        const batch = batches.target(event.batch_id)
-        const effect = batch === undefined ? undefined : rowEffect({ status: batch.status, closedAs: batch.closing ?? undefined }, event)
-        if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
-          batches.applyRow(event, batch, effect)
-          if (event.type === "row_completed") {
-            const charged = usage.apply(event)
-            if (charged !== undefined) changed?.usage(charged)
-          }
-        }
-      } else {
+      // A lifecycle event settles the idle rows only if it closed the batch there.
+      if (isRowEvent(event)) applyRowEvent(event)
+      else {
         usage.forget()
         results.apply(event, batches.apply(event, message.seq), message)
       }
@@ -154,7 +169,14 @@ export const Live = Layer.scoped(
     let usage = new Set<string>()
     const statuses = makeBatchStatusCounts(db)
     yield* Effect.flatMap(Metrics, (metrics) => Effect.sync(() => metrics.watchBatches(statuses.snapshot)))
-    const apply = makeApplier(db, { settings: (id) => settings.add(id), usage: (id) => usage.add(id) }, statuses)
+    let batchChangesNow: Array<BatchChange> = []
+    const apply = makeApplier(
+      db,
+      { settings: (id) => settings.add(id), usage: (id) => usage.add(id) },
+      statuses,
+      (change) => batchChangesNow.push(change),
+    )
+    const batchChanges = yield* PubSub.unbounded<ReadonlyArray<BatchChange>>()
     let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
     const applied = yield* SubscriptionRef.make(appliedOffset(db))
@@ -165,10 +187,12 @@ export const Live = Layer.scoped(
         if (last === undefined) return
         settings = new Set()
         usage = new Set()
+        batchChangesNow = []
         const skipped = apply(messages)
         appliedDelayMs = Math.max(0, Date.now() - messages[0]!.time)
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
         if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
+        if (batchChangesNow.length > 0) yield* PubSub.publish(batchChanges, batchChangesNow)
         yield* SubscriptionRef.update(applied, (seq) => Math.max(seq, last.seq))
       }).pipe(Effect.uninterruptible)
     yield* log.read(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk))
@@ -187,6 +211,7 @@ export const Live = Layer.scoped(
           Stream.runDrain,
         ),
       accountChanges: PubSub.subscribe(accountChanges),
+      batchChanges: PubSub.subscribe(batchChanges),
       appliedDelayMs: () => appliedDelayMs,
     }
   }),

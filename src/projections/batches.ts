@@ -31,9 +31,19 @@ export interface RowTarget {
  * commits. A closing event settles the rows idle at its place in the log, counted from the batch's own
  * counters there; a final event while rows run or wait makes the batch final when the last of them settles.
  */
+/**
+ * What the model actors of every instance learn from the log: a batch to take rows from, a batch that
+ * stops taking them, and a batch whose every row has settled but whose final event is not written yet.
+ */
+export type BatchChange =
+  | { readonly kind: "created"; readonly batchId: string; readonly models: ReadonlyArray<string> }
+  | { readonly kind: "closed"; readonly batchId: string }
+  | { readonly kind: "settled"; readonly batchId: string }
+
 export const batchesProjection = (
   db: Database.Database,
   statuses?: { readonly moved: (from: string | undefined, to: string | undefined) => void },
+  changed?: (change: BatchChange) => void,
 ) => {
   const s = {
     created: db.prepare(
@@ -119,7 +129,7 @@ export const batchesProjection = (
     if (c.final_written !== null && c.final_written === (c.closing ?? "completed") && c.running === 0 && idleLeft === 0) {
       c.status = c.final_written
       c.finishedAt = event.at
-    }
+    } else if (c.final_written === null && c.running === 0 && idleLeft === 0) changed?.({ kind: "settled", batchId: event.batch_id })
   }
   const close = (id: string, as: ClosedAs, at: number, error: object | null) =>
     moves(id, () => s.close.run({ id, as, at: secs(at), error: error === null ? null : JSON.stringify(error) }).changes > 0)
@@ -130,6 +140,9 @@ export const batchesProjection = (
   /** Answers whether the event settled the batch's idle rows here, which the results projection then does too. */
   const apply = (event: Exclude<BatchEvent, RowEvent>, seq: number): boolean => {
     flush()
+    if (event.type !== "batch_created" && event.type !== "rows_added" && event.type !== "row_bodies" && event.type !== "batch_started") {
+      changed?.({ kind: "closed", batchId: event.batch_id })
+    }
     switch (event.type) {
       case "batch_created":
         moves(event.batch_id, () => s.created.run(
@@ -145,6 +158,7 @@ export const batchesProjection = (
           event.metadata === null ? null : JSON.stringify(event.metadata),
           JSON.stringify(event.models),
         ))
+        changed?.({ kind: "created", batchId: event.batch_id, models: event.models })
         return false
       case "rows_added":
       case "row_bodies":

@@ -27,6 +27,8 @@ export class RowsStillRunning extends Data.TaggedError("RowsStillRunning")<{
   readonly running: number
 }> {}
 
+export class BatchExists extends Data.TaggedError("BatchExists")<{ readonly batchId: string }> {}
+
 export type Rejection = BatchNotFound | RowsStillRunning
 export type Decision = Either.Either<ReadonlyArray<BatchEvent>, Rejection>
 
@@ -141,3 +143,10 @@ export const decide = (command: BatchCommand, state: BatchState): Decision => {
         : Either.right([{ type: "batch_deleted", batch_id: state.id, at: command.at, reason: command.reason ?? "deleted" }])
   }
 }
+
+/** A create is a decision like any other: a batch id that the log already holds is not created again. */
+export const decideCreate = (
+  created: Extract<BatchEvent, { readonly type: "batch_created" }>,
+  state: BatchState,
+): Either.Either<ReadonlyArray<BatchEvent>, BatchExists> =>
+  state.exists || state.deleted ? Either.left(new BatchExists({ batchId: state.id })) : Either.right([created])

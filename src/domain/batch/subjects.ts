@@ -1,8 +1,21 @@
+import { createHash } from "node:crypto"
 import type { BatchEvent, BatchEventType } from "./events.js"
 import { onceOnlyTypes } from "./events.js"
 
 /** The only place batch subjects are built: `batch.<batch_id>.<event type>`. */
 export const batchSubject = (batchId: string, type: BatchEventType) => `batch.${batchId}.${type}`
+/**
+ * A model as one subject token: its id with what a subject may not hold replaced, and a short hash of the
+ * id so that two ids made alike stay apart.
+ */
+export const laneToken = (model: string) =>
+  `${model.replace(/[^A-Za-z0-9_-]/g, "_")}_${createHash("sha256").update(model).digest("hex").slice(0, 8)}`
+/** Where a model's row events of a batch go, in windows written by the model's lease owner. */
+export const laneSubject = (batchId: string, model: string) => `batch.${batchId}.lane.${laneToken(model)}`
+export const isLaneSubject = (subject: string) => subject.split(".", 4)[2] === "lane"
+/** A lane window's message id: its lane, the lease it was written under and its place in that lease's windows. */
+export const laneMsgId = (batchId: string, model: string, lease: number, n: number) =>
+  `${batchId}:lane:${laneToken(model)}:${lease}:${n}`
 export const oneBatch = (batchId: string) => `batch.${batchId}.>`
 export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
