@@ -14,6 +14,8 @@ import type { SluiceConfig } from "./config/Config.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
 import * as LogHealth from "./eventlog/LogHealth.js"
 import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
+import * as LocalLeaseStore from "./actors/lease/localLeaseStore.js"
+import * as NatsLeaseStore from "./actors/lease/natsLeaseStore.js"
 import { serverLayer } from "./http/server.js"
 import { HttpSettings } from "./http/settings.js"
 import * as Projector from "./projections/Projector.js"
@@ -28,6 +30,13 @@ export const eventLogLayer = (config: SluiceConfig) =>
   Option.match(config.natsUrl, {
     onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite") }),
     onSome: (url) => JetStreamEventLog.layer({ url }),
+  })
+
+/** The model leases: a KV bucket beside the JetStream log, or this instance's memory beside the embedded one. */
+export const leaseStoreLayer = (config: SluiceConfig) =>
+  Option.match(config.natsUrl, {
+    onNone: () => LocalLeaseStore.layer(config.leaseTtlMs),
+    onSome: (url) => NatsLeaseStore.layer({ url, ttlMs: config.leaseTtlMs }),
   })
 
 /** One read model per log backend: its offsets are positions in that log only. */
@@ -63,7 +72,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
     Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),
-    Layer.provideMerge(writers),
+    Layer.provideMerge(Layer.provideMerge(leaseStoreLayer(config), writers)),
     Layer.provideMerge(catalogLayer(config.modelsPath)),
   )
   const settings = Layer.succeed(HttpSettings, {

@@ -34,6 +34,8 @@ const completed = (row: number, at: number): BatchCommand => ({
   outcome: { _tag: "Completed", response: { status_code: 200, request_id: `req_${row}`, body: {} }, costUsd: 0 },
 })
 
+const lane = { model: "m", owner: "test", revision: 1, valid: () => true }
+
 describe("the batch writer", () => {
   const dirs: Array<string> = []
   afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })))
@@ -54,14 +56,14 @@ describe("the batch writer", () => {
             metadata: null,
             requests: [0, 1, 2].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
           })
-          for (const row of [0, 1]) yield* writer.execute(batchId, { type: "StartRow", row, at: 1 })
+          for (const row of [0, 1]) yield* writer.executeRow(batchId, { type: "StartRow", row, at: 1 }, lane)
           yield* writer.execute(batchId, { type: "Cancel", at: 2 })
-          yield* writer.execute(batchId, completed(0, 3))
+          yield* writer.executeRow(batchId, completed(0, 3), lane)
 
-          const closing = yield* writer.decide(batchId, completed(1, 4))
+          const closing = yield* writer.decideRow(batchId, completed(1, 4), lane)
           expect(closing.events.map((e) => e.type)).toEqual(["row_completed", "batch_cancelled"])
           // Decided before those two events are in the log: the cancelled batch starts nothing.
-          const late = yield* writer.execute(batchId, { type: "StartRow", row: 2, at: 5 })
+          const late = yield* writer.executeRow(batchId, { type: "StartRow", row: 2, at: 5 }, lane)
           expect(late.events).toEqual([])
           yield* closing.written
 
@@ -90,9 +92,9 @@ describe("the batch writer", () => {
             requests: models.map((model, i) => ({ custom_id: `r${i}`, model, body: {} })),
           })
           // Row 0 (m1) finishes and row 1 (m2) runs: the cancel settles rows 2 (m1), 3 and 4 (m2).
-          yield* writer.execute(batchId, { type: "StartRow", row: 0, at: 1 })
-          yield* writer.execute(batchId, completed(0, 2))
-          yield* writer.execute(batchId, { type: "StartRow", row: 1, at: 3 })
+          yield* writer.executeRow(batchId, { type: "StartRow", row: 0, at: 1 }, lane)
+          yield* writer.executeRow(batchId, completed(0, 2), lane)
+          yield* writer.executeRow(batchId, { type: "StartRow", row: 1, at: 3 }, lane)
           yield* writer.execute(batchId, { type: "Cancel", at: 4 })
           return (yield* Effect.promise(() => metrics.registry.getSingleMetric("sluice_rows_settled_total")!.get())).values
         }),

@@ -2,7 +2,7 @@ import { Context, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
 import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
-import { type BatchState, evolve, initialState, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
+import { type BatchState, evolve, initialState, isClosed, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
 import { batchMsgId, batchSubject, isLaneSubject } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
@@ -58,9 +58,14 @@ export interface BatchWriterShape {
    * owner left running settled as interrupted (they run again as their next attempt), in one window
    * that is the claim. Answers the model's rows that may run, in submission order.
    */
-  readonly claimLane: (batchId: string, lane: LaneHold) => Effect.Effect<ReadonlyArray<number>, Rejection | WriteError>
+  readonly claimLane: (batchId: string, lane: LaneHold) => Effect.Effect<Claimed, Rejection | WriteError>
   /** Another instance wrote to the batch: the next decision reads it from the log again. */
   readonly invalidate: (batchId: string) => void
+}
+
+export interface Claimed {
+  readonly rows: ReadonlyArray<number>
+  readonly accountId: string
 }
 
 export interface Decided {
@@ -109,6 +114,8 @@ const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>
         }),
   )
 
+const isClosedOrFinal = (state: BatchState) => isClosed(state) || isFinal(state.status)
+
 export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
 
 const encoder = new TextEncoder()
@@ -148,31 +155,54 @@ export const Live = Layer.effect(
     const lanes = makeLanes()
     const live = new Map<string, Entry>()
 
-    const load = (batchId: string) =>
-      Effect.map(loadBatchFromLog(log, batchId), ({ state, owner, rowModels, tips }): Entry => {
-        lanes.learn(batchId, owner?.models ?? [], tips)
-        const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
-        const known = live.get(batchId)
-        // A decision made while the batch was being read stays with the entry it was made on.
-        if (known === undefined || known.drained === undefined) live.set(batchId, loaded)
-        return live.get(batchId)!
+    /** Reads in progress, by batch: every caller that needs the batch meanwhile waits for the same read. */
+    const loads = new Map<string, Deferred.Deferred<Entry, LogUnavailable>>()
+
+    /**
+     * Reads the batch from the log again. From this moment until the read is done no decision is made on
+     * it: a decision on the entry being replaced would be lost to the new one, and decided again.
+     */
+    const load = (batchId: string): Effect.Effect<Entry, LogUnavailable> =>
+      Effect.suspend(() => {
+        const reading = loads.get(batchId)
+        if (reading !== undefined) return Deferred.await(reading)
+        const done = Deferred.unsafeMake<Entry, LogUnavailable>(FiberId.none)
+        loads.set(batchId, done)
+        live.delete(batchId)
+        return loadBatchFromLog(log, batchId).pipe(
+          Effect.map(({ state, owner, rowModels, tips }): Entry => {
+            lanes.learn(batchId, owner?.models ?? [], tips)
+            const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
+            live.set(batchId, loaded)
+            return loaded
+          }),
+          Effect.exit,
+          Effect.flatMap((exit) =>
+            Effect.suspend(() => {
+              loads.delete(batchId)
+              return Effect.zipRight(Deferred.done(done, exit), exit)
+            }),
+          ),
+        )
       })
 
-    const entry = (batchId: string) =>
+    const entry = (batchId: string): Effect.Effect<Entry, LogUnavailable> =>
       Effect.suspend(() => {
+        const reading = loads.get(batchId)
+        if (reading !== undefined) return Deferred.await(reading)
         const known = live.get(batchId)
         if (known !== undefined && !(known.stale && known.drained === undefined)) return Effect.succeed(known)
-        if (known !== undefined) live.delete(batchId)
         return load(batchId)
       })
 
     /** The batch as the log holds it, once this instance's own decisions on it are stored. */
-    const fresh = (batchId: string) =>
-      Effect.gen(function* () {
+    const fresh = (batchId: string): Effect.Effect<Entry, LogUnavailable> =>
+      Effect.suspend(() => {
+        const reading = loads.get(batchId)
+        if (reading !== undefined) return Deferred.await(reading)
         const known = live.get(batchId)
-        if (known?.drained !== undefined) yield* Deferred.await(known.drained)
-        if (live.get(batchId) === known) live.delete(batchId)
-        return yield* load(batchId)
+        if (known?.drained !== undefined) return Effect.flatMap(Deferred.await(known.drained), () => fresh(batchId))
+        return load(batchId)
       })
 
     /** The messages of one append: lifecycle events as they are, each lane's row events in one window. */
@@ -233,8 +263,12 @@ export const Live = Layer.effect(
               return { written, placeOf }
             }),
           )
+          // Decisions queued behind a failed append were made on a state that assumed it: they fail with it.
+          if (Exit.isFailure(exit)) sending.push(...current.outbox.splice(0))
           for (const decision of sending) {
-            const outcome = Exit.map(exit, ({ written, placeOf }) => [...placeOf.get(decision)!].map((i) => written[i]!))
+            const outcome: AppendExit = Exit.isFailure(exit)
+              ? Exit.failCause(exit.cause)
+              : Exit.succeed([...(exit.value.placeOf.get(decision) ?? [])].map((i) => exit.value.written[i]!))
             settle(decision, outcome)
             const stored = Exit.isSuccess(outcome) && outcome.value.some((r) => !r.duplicate)
             if (stored && decision.after !== undefined) yield* decision.after
@@ -305,7 +339,7 @@ export const Live = Layer.effect(
     const decideCommand = (batchId: string, command: BatchCommand, lane?: LaneHold): Effect.Effect<Decided, Rejection | WriteError> =>
       Effect.suspend(() => {
         if (!isRowCommand(command)) return Effect.flatMap(fresh(batchId), (current) => decideOn(batchId, current, command, lane))
-        const known = live.get(batchId)
+        const known = loads.has(batchId) ? undefined : live.get(batchId)
         if (known !== undefined && !known.stale) return decideOn(batchId, known, command, lane)
         return Effect.flatMap(entry(batchId), (current) => decideOn(batchId, current, command, lane))
       })
@@ -350,7 +384,7 @@ export const Live = Layer.effect(
 
     const phaseOf = (batchId: string, row: number) => Effect.map(entry(batchId), (current) => rowPhase(current.state, row))
 
-    const claimLane = (batchId: string, lane: LaneHold): Effect.Effect<ReadonlyArray<number>, Rejection | WriteError> =>
+    const claimLane = (batchId: string, lane: LaneHold): Effect.Effect<Claimed, Rejection | WriteError> =>
       Effect.gen(function* () {
         const current = yield* fresh(batchId)
         if (!current.state.exists || current.state.deleted) return yield* Effect.fail(new BatchNotFound({ batchId }))
@@ -388,10 +422,13 @@ export const Live = Layer.effect(
           yield* load(batchId)
           return yield* Effect.fail(lanes.verdict(batchId, lane) ?? new LogUnavailable({ message: `${error.subject} moved on while it was claimed` }))
         }
-        return mine.filter((row) => {
-          const phase = rowPhase(current.state, row)
-          return phase === undefined || phase.status === "queued"
-        })
+        const rows = isClosedOrFinal(current.state)
+          ? []
+          : mine.filter((row) => {
+              const phase = rowPhase(current.state, row)
+              return phase === undefined || phase.status === "queued"
+            })
+        return { rows, accountId: current.owner?.accountId ?? "" }
       })
 
     return {

@@ -24,6 +24,8 @@ export interface ModelActor {
   readonly drop: (batchId: string) => void
   /** Shutdown has begun: no row starts from now on; the running ones go on to finish. */
   readonly stopTaking: () => void
+  /** The lease is lost: no row starts, and shutdown does not wait for the running ones (they cannot be written). */
+  readonly abandon: () => void
   readonly inFlight: () => number
   readonly queued: () => number
   readonly snapshot: () => ModelSnapshot
@@ -69,6 +71,7 @@ export const makeModelActor = (
     let calling = 0
     let busy = 0
     let draining = false
+    let abandoned = false
     const createdAt = new Map<string, number>()
     /** Rows sleeping until their retry, by account: queued, though not in the queue. */
     const retrying = new Map<string, number>()
@@ -252,7 +255,9 @@ export const makeModelActor = (
         // row queued in the log, which runs it again: the same as a crash during the call.
         const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"
         const { at, outcome, reason } = yield* outcomeOf(start.attempt, body, freeSlot)
+        yield* Effect.logDebug(`row ${row} of ${batchId} answered: ${reason}`)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
+        yield* Effect.logDebug(`row ${row} of ${batchId} start written: ${attempt}`)
         if (attempt === undefined) return
         const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })
         countSettled(settled.events, reason)
@@ -307,7 +312,7 @@ export const makeModelActor = (
           new Promise<void>((resolve) => {
             stopTaking()
             const deadline = Date.now() + SHUTDOWN_GRACE_MS
-            const check = () => (busy === 0 || Date.now() > deadline ? resolve() : setTimeout(check, 20))
+            const check = () => (busy === 0 || abandoned || Date.now() > deadline ? resolve() : setTimeout(check, 20))
             check()
           }),
       ),
@@ -322,6 +327,10 @@ export const makeModelActor = (
         createdAt.delete(batchId)
       },
       stopTaking,
+      abandon: () => {
+        abandoned = true
+        stopTaking()
+      },
       inFlight: () => calling,
       queued: () => queue.size,
       snapshot: () => {

@@ -234,8 +234,8 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     }
     const parts = await withRawLog((log) => Stream.runCollect(log.read(`batch.${id}.>`, 1)))
     const chunked = Chunk.toReadonlyArray(parts).filter((m) => m.headers?.[CHUNK_HEADER] !== undefined)
-    // The big row's row_bodies and the long answer's row_completed, two parts each at least.
-    expect(new Set(chunked.map((m) => m.subject.split(".")[2]))).toEqual(new Set(["row_bodies", "row_completed"]))
+    // The big row's row_bodies and the lane window with the long answer's row_completed, two parts each at least.
+    expect(new Set(chunked.map((m) => m.subject.split(".")[2]))).toEqual(new Set(["row_bodies", "lane"]))
     const long = full.find((e) => e.event === "row_completed" && dataOf(e).custom_id === `${run}-long`)
     expect(dataOf(long!).response.body.choices[0].message.content.length).toBe(1_200_000)
     await resumesExactly(id, full)

@@ -48,6 +48,7 @@ export const startInProcessSluice = async (options: {
     retentionDays: 7,
     maxUnfinishedBatches: 10,
     instanceId: `inproc-${port}`,
+    leaseTtlMs: 10_000,
     metricsToken: Option.none(),
     corsOrigins: [],
     readyMaxLagSeconds: 30,

@@ -112,6 +112,7 @@ const launch = async (options: SluiceOptions, dataDir: string): Promise<Sluice |
   let output = ""
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()))
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()))
+  if (process.env.SLUICE_TEST_DUMP !== undefined) child.once("exit", () => writeFileSync(`${process.env.SLUICE_TEST_DUMP}.${port}`, output))
   const exited = new Promise<number | string | null>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal)),
   )

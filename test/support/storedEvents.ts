@@ -11,12 +11,22 @@ export interface StoredEvent {
   readonly attempt?: number
 }
 
-/** Only the small events are decoded: a chunked part of a large one is not JSON on its own. */
-const decode = (seq: number, subject: string, data: Uint8Array): StoredEvent => {
+/**
+ * Only the small events are decoded: a chunked part of a large one is not JSON on its own. A lane
+ * window gives each of its row events, all at the window's seq.
+ */
+const decode = (seq: number, subject: string, data: Uint8Array): Array<StoredEvent> => {
   const type = subject.slice(subject.lastIndexOf(".") + 1)
-  if (type === "rows_added" || type === "row_bodies") return { seq, subject, type }
-  const event = JSON.parse(Buffer.from(data).toString("utf8")) as { row?: number; attempt?: number }
-  return { seq, subject, type, ...(event.row === undefined ? {} : { row: event.row, attempt: event.attempt }) }
+  if (type === "rows_added" || type === "row_bodies") return [{ seq, subject, type }]
+  let payload: { type?: string; row?: number; attempt?: number; events?: Array<{ type: string; row: number; attempt: number }> }
+  try {
+    payload = JSON.parse(Buffer.from(data).toString("utf8"))
+  } catch {
+    // A part of a chunked window: the part that completes it is decoded whole by the service, not here.
+    return []
+  }
+  if (payload.type === "lane_window") return (payload.events ?? []).map((e) => ({ seq, subject, type: e.type, row: e.row, attempt: e.attempt }))
+  return [{ seq, subject, type, ...(payload.row === undefined ? {} : { row: payload.row, attempt: payload.attempt }) }]
 }
 
 /** One batch's history straight from the embedded log's file, bypassing the service's adapter. */
@@ -26,7 +36,7 @@ const fromSqlite = (dataDir: string, batchId: string): Array<StoredEvent> => {
     const rows = db
       .prepare("SELECT seq, subject, data FROM messages WHERE subject LIKE ? ORDER BY seq")
       .all(`batch.${batchId}.%`) as Array<{ seq: number; subject: string; data: Buffer }>
-    return rows.map((r) => decode(r.seq, r.subject, r.data))
+    return rows.flatMap((r) => decode(r.seq, r.subject, r.data))
   } finally {
     db.close()
   }
@@ -41,7 +51,7 @@ const fromJetStream = async (natsUrl: string, batchId: string): Promise<Array<St
     if ((await consumer.info(true)).num_pending === 0) return events
     const messages = await consumer.consume()
     for await (const m of messages) {
-      events.push(decode(m.seq, m.subject, m.data))
+      events.push(...decode(m.seq, m.subject, m.data))
       if (m.info.pending === 0) break
     }
     return events

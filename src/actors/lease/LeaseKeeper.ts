@@ -1,0 +1,145 @@
+import { Effect, Schedule } from "effect"
+import { leasePlan } from "../../domain/lease/assignment.js"
+import type { LaneHold } from "./LaneHold.js"
+import type { LeaseRecord, LeaseStoreShape } from "./LeaseStore.js"
+
+/** A lease this instance holds, and how long it may act on it without a renewal. */
+export interface HeldLease extends LaneHold {
+  record: LeaseRecord
+  /** Wall-clock ms after which it no longer writes: well before the store's TTL can drop the lease. */
+  validUntil: number
+}
+
+export interface LeaseKeeperOptions {
+  readonly store: LeaseStoreShape
+  readonly me: string
+  readonly models: ReadonlyArray<string>
+  /** The model's actor starts under the lease / stops (handing over: it lets its running rows finish). */
+  readonly start: (lease: HeldLease) => Effect.Effect<void>
+  readonly stop: (model: string, handOver: boolean) => Effect.Effect<void>
+}
+
+/** What an admin sees of a lease. */
+export interface LeaseInfo extends LeaseRecord {
+  readonly nextRenewalAt: number | undefined
+}
+
+/**
+ * Takes, renews and hands over this instance's model leases, on wall-clock time (the store's TTL is the
+ * server's): a round every third of the TTL. A lease not renewed for 80 % of the TTL is given up here
+ * before the store can give it to another; one refused at renewal is lost at once.
+ */
+export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
+  Effect.gen(function* () {
+    const { store, me } = options
+    const every = Math.max(100, Math.floor(store.ttlMs / 3))
+    const validFor = Math.floor(store.ttlMs * 0.8)
+    const held = new Map<string, HeldLease>()
+    const freeRounds = new Map<string, number>()
+    let lastRecords: ReadonlyArray<LeaseRecord> = []
+    let lastRound = 0
+
+    const hold = (record: LeaseRecord, sentAt: number): HeldLease => {
+      const lease: HeldLease = {
+        model: record.model,
+        owner: me,
+        record,
+        validUntil: sentAt + validFor,
+        get revision() {
+          return lease.record.revision
+        },
+        valid: () => Date.now() < lease.validUntil,
+      }
+      return lease
+    }
+
+    const lose = (model: string, why: string) =>
+      Effect.gen(function* () {
+        if (!held.delete(model)) return
+        yield* Effect.logWarning(`lease of ${model} lost: ${why}`)
+        yield* options.stop(model, false)
+      })
+
+    const renewAll = Effect.suspend(() => Effect.forEach(
+      [...held.values()],
+      (lease) =>
+        Effect.gen(function* () {
+          const sentAt = Date.now()
+          const revision = yield* store.renew(lease.record).pipe(Effect.either)
+          if (revision._tag === "Left") {
+            if (!lease.valid()) yield* lose(lease.model, `not renewed in time (${revision.left.message})`)
+            return
+          }
+          if (revision.right === undefined) return yield* lose(lease.model, "another instance holds it")
+          lease.record = { ...lease.record, revision: revision.right, renewedAt: sentAt }
+          lease.validUntil = sentAt + validFor
+        }),
+      { discard: true },
+    ))
+
+    const round = Effect.gen(function* () {
+      yield* renewAll
+      yield* store.announce(me)
+      const [instances, records] = yield* Effect.all([store.instances, store.leases])
+      lastRecords = records
+      lastRound = Date.now()
+      const holders = new Map(records.map((r) => [r.model, r.owner]))
+      for (const model of options.models) freeRounds.set(model, holders.has(model) ? 0 : (freeRounds.get(model) ?? 0) + 1)
+      // A lease the store shows as ours but we do not hold (we gave it up when it was not renewed in
+      // time, and it has not lapsed yet): renewing it takes it back.
+      for (const record of records) {
+        if (record.owner !== me || held.has(record.model) || !options.models.includes(record.model)) continue
+        const sentAt = Date.now()
+        const revision = yield* store.renew(record)
+        if (revision === undefined) continue
+        const lease = hold({ ...record, revision, renewedAt: sentAt }, sentAt)
+        held.set(record.model, lease)
+        yield* options.start(lease)
+      }
+      const plan = leasePlan({ me, models: options.models, instances, holders, freeRounds })
+      for (const model of plan.acquire) {
+        const sentAt = Date.now()
+        const since = Date.now()
+        const revision = yield* store.acquire(model, me, since)
+        if (revision === undefined) continue
+        const lease = hold({ model, owner: me, since, renewedAt: sentAt, revision }, sentAt)
+        held.set(model, lease)
+        freeRounds.set(model, 0)
+        yield* Effect.logInfo(`lease of ${model} taken at revision ${revision}`)
+        yield* options.start(lease)
+      }
+      for (const model of plan.handOver) {
+        const lease = held.get(model)
+        if (lease === undefined) continue
+        yield* Effect.logInfo(`lease of ${model} handed over: it belongs to another instance now`)
+        yield* handOver(lease)
+      }
+    })
+
+    const handOver = (lease: HeldLease) =>
+      Effect.gen(function* () {
+        yield* options.stop(lease.model, true)
+        held.delete(lease.model)
+        yield* store.release(lease.record).pipe(Effect.ignore)
+      })
+
+    const run = round.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("lease round failed; trying again", cause)),
+      Effect.repeat(Schedule.spaced(`${every} millis`)),
+    )
+
+    /** Stopping: every lease is handed over (running rows finish first), and this instance leaves the list. */
+    const release = Effect.gen(function* () {
+      yield* Effect.forEach([...held.values()], handOver, { discard: true, concurrency: "unbounded" })
+      yield* store.withdraw(me).pipe(Effect.ignore)
+    })
+
+    const info = (): ReadonlyArray<LeaseInfo> =>
+      lastRecords.map((record) => {
+        const mine = held.get(record.model)
+        const current = mine?.record ?? record
+        return { ...current, nextRenewalAt: mine === undefined ? undefined : Math.max(lastRound, current.renewedAt) + every }
+      })
+
+    return { run, release, info, lose, held: held as ReadonlyMap<string, HeldLease> }
+  })
