@@ -81,6 +81,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     readyMaxLagSeconds: config.readyMaxLagSeconds,
+    freshReads: Option.isSome(config.natsUrl),
   })
   const bootstrap = Layer.effectDiscard(
     Effect.gen(function* () {

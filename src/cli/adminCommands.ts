@@ -124,14 +124,33 @@ const revokeKey = leaf(
   ),
 )
 
+const leases = leaf(
+  "Which instance owns each model's slots, since when, and its next renewal",
+  Command.make("leases", { adminToken, json: Options.boolean("json").pipe(Options.withDescription("print the answer as JSON")) }, ({ adminToken, json }) =>
+    Effect.gen(function* () {
+      const admin = yield* adminClient(adminToken)
+      const answer = yield* sdk(() => admin.leases())
+      if (json) return yield* out(JSON.stringify(answer))
+      const when = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString())
+      const lines = answer.data.map((l) => `${l.model}\t${l.owner}\tsince ${when(l.since)}\tnext renewal ${when(l.next_renewal_at)}\trevision ${l.revision}`)
+      yield* out(lines.length === 0 ? "no model is leased yet" : lines.join("\n"))
+    }),
+  ),
+)
+
 const account = group("account", "Create an account or change it (tier, limits, models, status)", [createAccount.node, updateAccount.node])
 const key = group("key", "Create an account's API key, or revoke one", [createKey.node, revokeKey.node])
-const admin = group("admin", "Accounts and keys, over the admin API (needs the server's SLUICE_ADMIN_TOKEN)", [account.node, key.node])
+const admin = group("admin", "Accounts, keys and model leases, over the admin API (needs the server's SLUICE_ADMIN_TOKEN)", [
+  account.node,
+  key.node,
+  leases.node,
+])
 
 export const adminNode = admin.node
 export const adminCommand = admin.own.pipe(
   Command.withSubcommands([
     account.own.pipe(Command.withSubcommands([createAccount.command, updateAccount.command])),
     key.own.pipe(Command.withSubcommands([createKey.command, revokeKey.command])),
+    leases.command,
   ]),
 )

@@ -97,7 +97,24 @@ export const AdminModelsLive = HttpApiBuilder.group(SluiceApi, "adminModels", (h
     const dispatcher = yield* Dispatcher
     const instance = yield* InstanceId
     const admin = authenticateAdmin((yield* HttpSettings).adminToken)
-    return handlers.handleRaw("models", () =>
+    return handlers
+      .handleRaw("leases", () =>
+        respondJson(
+          Effect.gen(function* () {
+            yield* admin
+            const data = dispatcher.leases().map((l) => ({
+              model: l.model,
+              owner: l.owner,
+              since: l.since,
+              renewed_at: l.renewedAt,
+              next_renewal_at: l.nextRenewalAt ?? null,
+              revision: l.revision,
+            }))
+            return { object: "list" as const, instance, data }
+          }),
+        ),
+      )
+      .handleRaw("models", () =>
       respondJson(
         Effect.gen(function* () {
           yield* admin

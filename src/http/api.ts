@@ -231,11 +231,29 @@ const ModelState = Schema.Struct({
   lease_owner: Schema.String,
 }).annotations({ identifier: "ModelState" })
 
+export const LeaseState = Schema.Struct({
+  model: Schema.String,
+  owner: Schema.String.annotations({ description: "The instance (SLUICE_INSTANCE_ID) that runs the model's slots" }),
+  since: Schema.Number.annotations({ description: "Unix ms at which the owner took the lease" }),
+  renewed_at: Schema.Number.annotations({ description: "Unix ms of the lease's last renewal" }),
+  next_renewal_at: Schema.NullOr(Schema.Number).annotations({
+    description: "Unix ms of the next renewal, when the answering instance is the owner; null otherwise",
+  }),
+  revision: Schema.Number.annotations({ description: "The lease's fencing revision: it only grows" }),
+}).annotations({ identifier: "LeaseState" })
+
 export const AdminModelsGroup = HttpApiGroup.make("adminModels")
   .add(
     HttpApiEndpoint.get("models", "/admin/v1/models").addSuccess(
       Schema.Struct({ object: Schema.Literal("list"), instance: Schema.String, data: Schema.Array(ModelState) }).annotations({
         identifier: "ModelStateList",
+      }),
+    ),
+  )
+  .add(
+    HttpApiEndpoint.get("leases", "/admin/v1/leases").addSuccess(
+      Schema.Struct({ object: Schema.Literal("list"), instance: Schema.String, data: Schema.Array(LeaseState) }).annotations({
+        identifier: "LeaseStateList",
       }),
     ),
   )

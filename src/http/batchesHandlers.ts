@@ -26,6 +26,8 @@ import { resultsJsonlResponse } from "./resultsJsonl.js"
 import { HttpSettings } from "./settings.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
 
+const FRESH_READ_WAIT = "2 seconds"
+
 export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers) =>
   Effect.gen(function* () {
     const db = yield* ReadModel
@@ -46,10 +48,19 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const answerError = (error: ApiError) => respondJson(Effect.fail(error))
     const health = yield* LogHealth
     const logDown = (e: LogUnavailable) => batchInferenceUnavailable(e.message)
-    /** While the log is known to be away, every batch endpoint says so, reads included: what they show may be stale. */
+    /**
+     * While the log is known to be away, every batch endpoint says so, reads included: what they show may
+     * be stale. With several instances on the log, the read model first catches up with the log's head
+     * (bounded), so a call answers what any instance's call wrote before it began.
+     */
+    const caughtUp = Effect.flatMap(log.lastSeq, (head) => Effect.timeoutOption(projector.awaitSeq(head), FRESH_READ_WAIT)).pipe(
+      Effect.mapError(logDown),
+      Effect.asVoid,
+    )
     const reachable = Effect.suspend(() => {
       const why = health.unavailable()
-      return why === undefined ? Effect.void : Effect.fail(batchInferenceUnavailable(why))
+      if (why !== undefined) return Effect.fail(batchInferenceUnavailable(why))
+      return settings.freshReads === true ? caughtUp : Effect.void
     })
 
     /** The caller's batch; its owner is told when it was deleted, anyone else that no such batch exists. */

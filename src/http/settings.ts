@@ -8,6 +8,11 @@ export interface HttpSettingsShape {
   readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** `/readyz` answers 503 while the projections are further behind the log than this. */
   readonly readyMaxLagSeconds: number
+  /**
+   * Several instances may write the log (NATS): a read first waits, briefly, for this instance's
+   * projections to reach the log's head, so that it shows what another instance's call just wrote.
+   */
+  readonly freshReads?: boolean
 }
 
 export class HttpSettings extends Context.Tag("Http/Settings")<HttpSettings, HttpSettingsShape>() {}

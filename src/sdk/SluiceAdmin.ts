@@ -27,6 +27,15 @@ export interface SluiceAdminOptions {
   readonly onRetry?: OnRetry
 }
 
+export interface AdminLease {
+  readonly model: string
+  readonly owner: string
+  readonly since: number
+  readonly renewed_at: number
+  readonly next_renewal_at: number | null
+  readonly revision: number
+}
+
 /** `http://host:8080/v1` → `http://host:8080/admin/v1`; a base URL without `/v1` is taken as the server's root. */
 const adminBaseUrl = (baseUrl: string) => {
   const trimmed = trimSlash(baseUrl)
@@ -65,6 +74,10 @@ export class SluiceAdmin {
     /** Ends the account (status `deleted`); its keys answer 401 from then on. */
     delete: (id: string): Promise<AdminAccount> => this.accounts.update(id, { status: "deleted" }),
   }
+
+  /** `GET /admin/v1/leases`: which instance owns each model's slots, since when, and its next renewal. */
+  readonly leases = (): Promise<{ readonly object: "list"; readonly instance: string; readonly data: ReadonlyArray<AdminLease> }> =>
+    this.transport.json("GET", "/leases")
 
   readonly keys = {
     /** `POST /admin/v1/accounts/{accountId}/keys`. */
