@@ -11,6 +11,7 @@ import { type RawEventLog, splitIntoParts, withChunking } from "../src/eventlog/
 import { type AppendInput, type EventLogShape, type LogMessage, type LogUnavailable } from "../src/eventlog/EventLog.js"
 import * as JetStreamEventLog from "../src/eventlog/JetStreamEventLog.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
+import { matchSubject } from "../src/eventlog/subjects.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 
 interface Opened {
@@ -243,6 +244,34 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
       }),
     ))
 
+  it("knows the last seq stored on exactly one subject, which is what an append to it must expect", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* backend.open(64)
+        const lane = "batch.a.lane.m1"
+        expect(yield* log.lastSeqOf(lane)).toBe(0)
+        yield* appendTexts(log, [[lane, "1"], ["batch.a.lane.m1.x", "2"], ["batch.a.lane.m10", "3"], ["batch.b.lane.m1", "4"]])
+        expect(yield* log.lastSeqOf(lane)).toBe(1)
+        expect(yield* log.lastSeqOf("batch.a.lane.m1.x")).toBe(2)
+        expect(yield* log.lastSeqOf("batch.a.lane")).toBe(0)
+        // In parts: the last part's seq, as its append reports.
+        const [large] = yield* log.append([{ subject: lane, data: bytes("z".repeat(200)), msgId: "w1", expectLastSubjectSeq: 1 }])
+        expect(large!.firstSeq).toBe(5)
+        expect(yield* log.lastSeqOf(lane)).toBe(large!.seq)
+        const [again] = yield* log.append([{ subject: lane, data: bytes("z".repeat(200)), msgId: "w1" }])
+        expect(again!.duplicate).toBe(true)
+        expect(yield* log.lastSeqOf(lane)).toBe(large!.seq)
+        yield* appendTexts(log, [["batch.a.created", "5"]])
+        const expected = yield* log.lastSeqOf(lane)
+        const [next] = yield* log.append([{ subject: lane, data: bytes("6"), expectLastSubjectSeq: expected }])
+        expect(yield* log.lastSeqOf(lane)).toBe(next!.seq)
+        expect(yield* log.lastSeqOf("batch.b.lane.m1")).toBe(4)
+        yield* log.purge("batch.b.>")
+        expect(yield* log.lastSeqOf("batch.b.lane.m1")).toBe(0)
+        expect(yield* log.lastSeqOf(lane)).toBe(next!.seq)
+      }),
+    ))
+
   it("reads from a seq in the middle", () =>
     run(
       Effect.gen(function* () {
@@ -252,6 +281,71 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
         expect(messages.map((m) => m.seq)).toEqual([6, 7, 8, 9, 10])
         expect(messages.map((m) => text(m.data))).toEqual(["6", "7", "8", "9", "10"])
         expect(yield* collect(log.read("batch.>", 11))).toEqual([])
+      }),
+    ))
+
+  it("reads from a seq between two messages of one subject: exactly the later ones, and the read ends", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* backend.open()
+        const lane = "batch.a.lane.m1"
+        // The lane at seqs 1, 3, 6, 8, 9; other subjects, some under the same batch, between them.
+        yield* appendTexts(log, [
+          [lane, "l1"],
+          ["batch.a.created", "c"],
+          [lane, "l2"],
+          ["batch.b.lane.m1", "b1"],
+          ["batch.a.lane.m2", "m2"],
+          [lane, "l3"],
+          ["account.x.credited", "x"],
+          [lane, "l4"],
+          [lane, "l5"],
+          ["batch.b.lane.m1", "b2"],
+        ])
+        const read = (filter: string, fromSeq: number) =>
+          Effect.map(
+            collect(log.read(filter, fromSeq)).pipe(
+              Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => `read ${filter} from ${fromSeq} did not end` }),
+            ),
+            (ms) => ms.map((m) => [m.seq, text(m.data)]),
+          )
+        expect(yield* read(lane, 2)).toEqual([[3, "l2"], [6, "l3"], [8, "l4"], [9, "l5"]])
+        expect(yield* read(lane, 4)).toEqual([[6, "l3"], [8, "l4"], [9, "l5"]])
+        expect(yield* read(lane, 7)).toEqual([[8, "l4"], [9, "l5"]])
+        expect(yield* read(lane, 9)).toEqual([[9, "l5"]])
+        expect(yield* read(lane, 10)).toEqual([])
+        expect(yield* read("batch.a.>", 4)).toEqual([[5, "m2"], [6, "l3"], [8, "l4"], [9, "l5"]])
+        expect(yield* read("batch.*.lane.m1", 5)).toEqual([[6, "l3"], [8, "l4"], [9, "l5"], [10, "b2"]])
+        expect(yield* read("batch.b.>", 5)).toEqual([[10, "b2"]])
+        expect(yield* read("batch.zzz.>", 3)).toEqual([])
+      }),
+    ))
+
+  it("reads mid-subject after many appends: every message from the seq on, once", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* backend.open()
+        const subjects = ["batch.a.lane.m1", "batch.a.lane.m2", "batch.a.created", "batch.b.lane.m1"]
+        const stored = Array.from({ length: 200 }, (_, i) => [subjects[(i * 7) % 5 % 4]!, `${i + 1}`] as const)
+        yield* appendTexts(log, stored)
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(fc.constantFrom(...subjects, "batch.a.>", "batch.*.lane.m1"), fc.integer({ min: 1, max: 201 }), (filter, from) =>
+              Effect.runPromise(
+                Effect.gen(function* () {
+                  const got = yield* collect(log.read(filter, from)).pipe(
+                    Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => `read ${filter} from ${from} did not end` }),
+                  )
+                  const expected = stored
+                    .map(([subject, body], i) => ({ seq: i + 1, subject, body }))
+                    .filter((m) => m.seq >= from && matchSubject(filter, m.subject))
+                  expect(got.map((m) => [m.seq, text(m.data)])).toEqual(expected.map((m) => [m.seq, m.body]))
+                }),
+              ),
+            ),
+            { numRuns: 40 },
+          ),
+        )
       }),
     ))
 

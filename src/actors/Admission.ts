@@ -1,10 +1,14 @@
-import { Context, Duration, Effect, Either, Exit, FiberSet, Layer, Queue, Schedule } from "effect"
-import { authorizedAccount, type OwnerError, type OwnerKey, slotsFull, verdict } from "../domain/account/ownerVerdict.js"
-import { DAY_MS, nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
+import { Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import { batchesToFail } from "../domain/account/batchesToFail.js"
+import { verdict } from "../domain/account/ownerVerdict.js"
+import { nextUtcMidnight } from "../domain/account/utcDay.js"
+import { OwnerReads } from "../projections/ownerReads.js"
 import { Projector } from "../projections/Projector.js"
-import { ReadModel } from "../projections/ReadModel.js"
-import { usedUsd } from "../projections/usageReads.js"
-import { type Account, Accounts } from "./Accounts.js"
+import { Accounts } from "./Accounts.js"
+import { makeAccountSlots } from "./admission/accountSlots.js"
+import { makeBatchFailures } from "./admission/batchFailures.js"
+import { makeKeyExpiryWatch } from "./admission/keyExpiryWatch.js"
+import { makeOwnerCache } from "./admission/ownerCache.js"
 import { BatchWriter } from "./BatchWriter.js"
 
 /**
@@ -27,156 +31,46 @@ export interface AdmissionShape {
   readonly releaseInteractive: (accountId: string) => void
 }
 
-interface CachedOwner {
-  readonly account: Account | undefined
-  usage: { readonly day: number; readonly usd: number } | undefined
-  readonly keys: Map<string, OwnerKey | undefined>
-}
-
-const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
-const CACHE_LIMIT = 100_000
-
-const bump = (counts: Map<string, number>, accountId: string, by: number) => {
-  const n = (counts.get(accountId) ?? 0) + by
-  if (n > 0) counts.set(accountId, n)
-  else counts.delete(accountId)
-}
-
-/**
- * Every row's check reads only memory: accounts, keys and today's usage are cached per account and
- * dropped when the projections report a change to them, so thousands of rows a second run no SQL.
- */
 const makeLive = Effect.gen(function* () {
-  const db = yield* ReadModel
+  const reads = yield* OwnerReads
   const accounts = yield* Accounts
   const writer = yield* BatchWriter
   const projector = yield* Projector
   // Captured at construction: expiry and midnight follow the clock the actors were built with.
   const clock = yield* Effect.clock
-  const run = yield* FiberSet.makeRuntime<never, void, never>()
-  const s = {
-    batchKey: db.prepare(`SELECT key_id FROM batches WHERE id = ?`),
-    key: db.prepare(`SELECT revoked_at, expires_at FROM api_keys WHERE id = ?`),
-    unfinished: db.prepare(
-      `SELECT id, key_id FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress') AND closing IS NULL`,
-    ),
-  }
-  const owners = new Map<string, CachedOwner>()
-  const batchKeys = new Map<string, string>()
-  const running = new Map<string, number>()
-  const interactive = new Map<string, number>()
-  /** Accounts a row was refused for want of a slot since their last release: only their releases wake the actors. */
-  const refusedFull = new Set<string>()
-  /** Batches whose owner lost the right to run them: their failure is being written, or is written. */
-  const failing = new Map<string, "writing" | "written">()
-  const watchedExpiries = new Set<string>()
+  const fork = yield* FiberSet.makeRuntime<never, void, never>()
   const listeners: Array<() => void> = []
   const notify = () => {
     for (const listener of listeners) listener()
   }
 
-  const owner = (accountId: string): CachedOwner => {
-    let cached = owners.get(accountId)
-    if (cached === undefined) {
-      cached = { account: accounts.get(accountId), usage: undefined, keys: new Map() }
-      owners.set(accountId, cached)
-    }
-    return cached
-  }
-  const keyOf = (accountId: string, cached: CachedOwner, keyId: string) => {
-    if (cached.keys.has(keyId)) return cached.keys.get(keyId)
-    const row = s.key.get(keyId) as { revoked_at: number | null; expires_at: number | null } | undefined
-    const key = row === undefined ? undefined : { revoked: row.revoked_at !== null, expires_at: row.expires_at }
-    cached.keys.set(keyId, key)
-    if (key?.expires_at != null) watchExpiry(accountId, keyId, key.expires_at * 1000)
-    return key
-  }
-  const usedToday = (accountId: string, cached: CachedOwner, now: number) => {
-    if (cached.account?.daily_quota_usd == null) return 0
-    const day = utcDay(now)
-    if (cached.usage?.day !== day) cached.usage = { day, usd: usedUsd(db, accountId, day) }
-    return cached.usage.usd
-  }
-  const batchKey = (batchId: string) => {
-    const known = batchKeys.get(batchId)
-    if (known !== undefined) return known
-    const row = s.batchKey.get(batchId) as { key_id: string } | undefined
-    if (row === undefined) return undefined
-    if (batchKeys.size >= CACHE_LIMIT) batchKeys.clear()
-    batchKeys.set(batchId, row.key_id)
-    return row.key_id
-  }
-  const slotsInUse = (accountId: string) => (running.get(accountId) ?? 0) + (interactive.get(accountId) ?? 0)
-  const hasFreeSlot = (accountId: string) => !slotsFull(owner(accountId).account?.concurrency ?? null, slotsInUse(accountId))
-
-  // A forgotten batch is failed again if its rows come by: the decider answers that with no event.
-  const forgetWritten = () => {
-    for (const [id, state] of failing) if (state === "written") failing.delete(id)
-  }
-  const failBatch = (batchId: string, error: OwnerError) => {
-    if (failing.has(batchId)) return
-    if (failing.size >= CACHE_LIMIT) forgetWritten()
-    failing.set(batchId, "writing")
-    run(
-      Effect.gen(function* () {
-        yield* writer.execute(batchId, { type: "Fail", at: yield* writer.now, error }).pipe(
-          Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
-          Effect.catchTag("BatchNotFound", () => Effect.void),
-        )
-      }).pipe(
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            // Only a failure in the log lets the batch's rows drain; otherwise the next check tries again.
-            if (Exit.isSuccess(exit)) failing.set(batchId, "written")
-            else failing.delete(batchId)
-            notify()
-          }),
-        ),
-        Effect.catchAllCause((cause) => Effect.logError(`batch ${batchId} could not be failed for its owner`, cause)),
-      ),
-    )
-  }
-
-  /** Fails every unfinished batch of the account whose key or account is no longer valid. */
+  const slots = makeAccountSlots()
+  const failures = makeBatchFailures(writer, fork, notify)
+  /** Fails every open batch of the account whose key or account is no longer valid. */
   const sweep = (accountId: string) => {
-    const now = clock.unsafeCurrentTimeMillis()
-    const cached = owner(accountId)
-    for (const batch of s.unfinished.all(accountId) as Array<{ id: string; key_id: string }>) {
-      const authorized = authorizedAccount(cached.account, keyOf(accountId, cached, batch.key_id), now)
-      if (Either.isLeft(authorized)) failBatch(batch.id, authorized.left)
+    const batches = reads.openBatches(accountId).map((b) => ({ id: b.id, key: owners.key(accountId, b.key_id) }))
+    for (const { id, error } of batchesToFail(owners.account(accountId), batches, clock.unsafeCurrentTimeMillis())) {
+      failures.fail(id, error)
     }
   }
-
-  const sleepUntil = (at: number) =>
-    Effect.gen(function* () {
-      // Timers cap at about 24.8 days, so a far expiry is reached a day at a time.
-      for (let now = yield* clock.currentTimeMillis; now < at; now = yield* clock.currentTimeMillis) {
-        yield* clock.sleep(Duration.millis(Math.min(at - now, DAY_MS)))
-      }
-    })
-  // A batch that nothing else looks at (all its rows waiting, paused or queued behind others) still
-  // fails when its key expires.
-  const watchExpiry = (accountId: string, keyId: string, at: number) => {
-    if (watchedExpiries.has(keyId) || at <= clock.unsafeCurrentTimeMillis()) return
-    watchedExpiries.add(keyId)
-    run(sleepUntil(at).pipe(Effect.andThen(Effect.sync(() => sweep(accountId)))))
-  }
+  const watchExpiry = makeKeyExpiryWatch(clock, fork, sweep)
+  const owners = makeOwnerCache(reads, accounts.get, watchExpiry)
+  const hasFreeSlot = (accountId: string) => slots.hasFree(accountId, owners.account(accountId)?.concurrency ?? null)
 
   const mayStart = (accountId: string, batchId: string) => {
-    const failed = failing.get(batchId)
+    const failed = failures.state(batchId)
     if (failed === "writing") return false
-    const keyId = batchKey(batchId)
+    const keyId = owners.batchKey(batchId)
     // A failed or deleted batch's rows are let through to drain them from their model's queue: the
     // batch's writer starts none of them.
     if (keyId === undefined || failed === "written") return hasFreeSlot(accountId)
     const now = clock.unsafeCurrentTimeMillis()
-    const cached = owner(accountId)
     const decided = verdict(
       {
-        account: cached.account,
-        key: keyOf(accountId, cached, keyId),
-        usedTodayUsd: usedToday(accountId, cached, now),
-        slotsInUse: slotsInUse(accountId),
+        account: owners.account(accountId),
+        key: owners.key(accountId, keyId),
+        usedTodayUsd: owners.usedToday(accountId, now),
+        slotsInUse: slots.inUse(accountId),
       },
       now,
     )
@@ -184,10 +78,10 @@ const makeLive = Effect.gen(function* () {
       case "Run":
         return true
       case "FailBatch":
-        failBatch(batchId, decided.error)
+        failures.fail(batchId, decided.error)
         return false
       case "Full":
-        refusedFull.add(accountId)
+        slots.refused(accountId)
         return false
       case "Pause":
       case "Wait":
@@ -195,56 +89,39 @@ const makeLive = Effect.gen(function* () {
     }
   }
 
-  const freed = (accountId: string) => {
-    if (refusedFull.delete(accountId)) notify()
-  }
-
   const changes = yield* projector.accountChanges
-  yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.gen(function* () {
-        const { settings, usage } = yield* Queue.take(changes)
-        for (const id of usage) {
-          const cached = owners.get(id)
-          if (cached !== undefined) cached.usage = undefined
-        }
-        for (const id of settings) {
-          owners.delete(id)
-          sweep(id)
-        }
-        if (settings.size > 0) notify()
-      }),
-    ),
+  yield* Queue.take(changes).pipe(
+    Effect.map((changed) => {
+      owners.invalidate(changed)
+      for (const id of changed.settings) sweep(id)
+      if (changed.settings.size > 0) notify()
+    }),
+    Effect.forever,
+    Effect.forkScoped,
   )
   // A used-up quota renews at 00:00 UTC: the paused rows are looked at again then.
-  yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.gen(function* () {
-        const now = yield* clock.currentTimeMillis
-        yield* clock.sleep(Duration.millis(nextUtcMidnight(now) - now))
-        notify()
-      }),
-    ),
-  )
+  yield* Effect.gen(function* () {
+    const now = yield* clock.currentTimeMillis
+    yield* clock.sleep(Duration.millis(nextUtcMidnight(now) - now))
+    notify()
+  }).pipe(Effect.forever, Effect.forkScoped)
 
   return {
     mayStart,
-    acquire: (accountId) => bump(running, accountId, 1),
+    acquire: slots.acquire,
     release: (accountId) => {
-      bump(running, accountId, -1)
-      freed(accountId)
+      if (slots.release(accountId)) notify()
     },
     onChange: (listener) => {
       listeners.push(listener)
     },
     tryAcquireInteractive: (accountId) => {
       if (!hasFreeSlot(accountId)) return false
-      bump(interactive, accountId, 1)
+      slots.acquireInteractive(accountId)
       return true
     },
     releaseInteractive: (accountId) => {
-      bump(interactive, accountId, -1)
-      freed(accountId)
+      if (slots.releaseInteractive(accountId)) notify()
     },
   } satisfies AdmissionShape
 })
@@ -265,5 +142,5 @@ export class Admission extends Context.Tag("Actors/Admission")<Admission, Admiss
    * every row. A batch whose key or account is no longer valid is failed (once, by whichever check
    * sees it first: a row's, or a change to the account or key); the others wait for a change.
    */
-  static readonly live = Layer.scoped(Admission, makeLive)
+  static readonly live = Layer.scoped(Admission, makeLive).pipe(Layer.provide(OwnerReads.layer))
 }

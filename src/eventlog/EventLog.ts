@@ -73,6 +73,11 @@ export interface EventLogShape {
    */
   readonly readMessage: (subject: string, firstSeq: number, seq: number) => Effect.Effect<LogMessage | undefined, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
+  /**
+   * The seq of the last message stored on exactly `subject` (no wildcards), 0 if none: what an append
+   * to it must carry as `expectLastSubjectSeq`. For a message in parts, its last part's seq.
+   */
+  readonly lastSeqOf: (subject: string) => Effect.Effect<number, LogUnavailable>
   /** Fails unless the log would take an append now; stores nothing. */
   readonly probe: Effect.Effect<void, LogUnavailable>
   /** Removes every message whose subject matches `filter`; answers how many stored messages went. */

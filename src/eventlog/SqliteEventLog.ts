@@ -271,6 +271,8 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       range: (subject, fromSeq, toSeq) =>
         Effect.try({ try: () => sql.range.all(subject, fromSeq, toSeq).map(toMessage), catch: unavailable("read failed") }),
       lastSeq: Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),
+      lastSeqOf: (subject) =>
+        Effect.try({ try: () => sql.lastOnSubject.get(subject) ?? 0, catch: unavailable("lastSeqOf failed") }),
       // Takes the write lock and lets it go at once, without waiting: another process holding it (a
       // backup, a stuck sqlite3 shell) or a full or read-only disk makes the log unavailable to appends.
       probe: Effect.try({

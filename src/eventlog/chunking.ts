@@ -33,6 +33,7 @@ export interface RawEventLog {
   /** The stored messages on exactly `subject` with seqs from `fromSeq` to `toSeq`, in order. */
   readonly range: (subject: string, fromSeq: number, toSeq: number) => Effect.Effect<ReadonlyArray<RawMessage>, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
+  readonly lastSeqOf: (subject: string) => Effect.Effect<number, LogUnavailable>
   readonly probe: Effect.Effect<void, LogUnavailable>
   readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>
 }
@@ -169,6 +170,7 @@ export const withChunking = (raw: RawEventLog): EventLogShape => ({
       return undefined
     }),
   lastSeq: raw.lastSeq,
+  lastSeqOf: raw.lastSeqOf,
   probe: raw.probe,
   purge: raw.purge,
 })

@@ -28,6 +28,7 @@ const batch = (id: string): Batch => ({
   metadata: null,
   cost_usd: 0,
   error: null,
+  rerun_of: null,
 })
 
 const oneRow = { requests: [{ custom_id: "a", body: { model: "m", messages: [{ role: "user", content: "hi" }] } }] }

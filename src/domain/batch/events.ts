@@ -35,6 +35,8 @@ export const BatchCreated = Schema.Struct({
   metadata: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
   total: Schema.Number,
   models: Schema.Array(Schema.String),
+  /** The final batch whose rows this one runs again (`POST /v1/batches/{id}/rerun`). */
+  rerun_of: Schema.optional(Schema.String),
 })
 
 /**
