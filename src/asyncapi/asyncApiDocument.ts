@@ -2,6 +2,8 @@ import { JSONSchema, type Schema, SchemaAST } from "effect"
 import { AccountEvent, accountSubject } from "../domain/account/events.js"
 import { BatchEvent } from "../domain/batch/events.js"
 import { batchSubject } from "../domain/batch/subjects.js"
+import { IdempotencyEvent } from "../domain/idempotency/events.js"
+import { idempotencySubject } from "../domain/idempotency/subjects.js"
 import { documentedHeaders } from "../eventlog/headers.js"
 
 /** One kind of stored message: its payload Schema and the subject it is published on. */
@@ -10,13 +12,16 @@ interface MessageKind {
   readonly schema: Schema.Schema.Any
   readonly address: string
   readonly parameters: Record<string, string>
-  readonly aggregate: "batch" | "account"
+  /** Kinds that share a subject share a channel. */
+  readonly channel: string
 }
 
 const BATCH_ID = "{batch_id}"
 const ACCOUNT_ID = "{account_id}"
 const batchParameters = { batch_id: "The batch's id, `batch_…`" }
 const accountParameters = { account_id: "The account's id" }
+const DIGEST = "{digest}"
+const idempotencyParameters = { digest: "The hex SHA-256 of the account id and the Idempotency-Key" }
 
 /** The literal `type` of an event Schema: every event is a struct with one. */
 const typeOf = (schema: Schema.Schema.Any): string => {
@@ -33,11 +38,15 @@ const typeOf = (schema: Schema.Schema.Any): string => {
 export const messageKinds = (): ReadonlyArray<MessageKind> => [
   ...BatchEvent.members.map((schema): MessageKind => {
     const type = typeOf(schema) as BatchEvent["type"]
-    return { type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, aggregate: "batch" }
+    return { type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, channel: type }
   }),
   ...AccountEvent.members.map((schema): MessageKind => {
     const type = typeOf(schema) as AccountEvent["type"]
-    return { type, schema, address: accountSubject(ACCOUNT_ID, type), parameters: accountParameters, aggregate: "account" }
+    return { type, schema, address: accountSubject(ACCOUNT_ID, type), parameters: accountParameters, channel: type }
+  }),
+  ...IdempotencyEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema)
+    return { type, schema, address: idempotencySubject(DIGEST), parameters: idempotencyParameters, channel: "idempotency" }
   }),
 ]
 
@@ -77,27 +86,27 @@ export const asyncApiDocument = (version: string): Json => {
   const operations: Json = {}
   const messages: Json = {}
   kinds.forEach((k, i) => {
-    channels[k.type] = {
+    const channel = (channels[k.channel] ??= {
       address: k.address,
-      title: `${k.aggregate}.${k.aggregate === "batch" ? BATCH_ID : ACCOUNT_ID}.${k.type}`,
       parameters: Object.fromEntries(Object.entries(k.parameters).map(([name, description]) => [name, { description }])),
-      messages: { [k.type]: { $ref: `#/components/messages/${k.type}` } },
-    }
-    operations[`receive_${k.type}`] = {
+      messages: {},
+    }) as { messages: Json }
+    channel.messages[k.type] = { $ref: `#/components/messages/${k.type}` }
+    const operation = (operations[`receive_${k.channel}`] ??= {
       action: "receive",
-      summary: `Consume \`${k.type}\` events`,
-      channel: { $ref: `#/channels/${k.type}` },
-      messages: [{ $ref: `#/channels/${k.type}/messages/${k.type}` }],
-    }
+      summary: `Consume the events on ${k.address}`,
+      channel: { $ref: `#/channels/${k.channel}` },
+      messages: [],
+    }) as { messages: Array<Json> }
+    operation.messages.push({ $ref: `#/channels/${k.channel}/messages/${k.type}` })
+    const description = k.schema.ast.annotations[SchemaAST.DescriptionAnnotationId]
     messages[k.type] = {
       name: k.type,
       title: k.type,
       contentType: "application/json",
       headers: { $ref: "#/components/schemas/Headers" },
       payload: payloads[i],
-      ...(k.schema.ast.annotations[SchemaAST.DescriptionAnnotationId] === undefined
-        ? {}
-        : { description: k.schema.ast.annotations[SchemaAST.DescriptionAnnotationId] }),
+      ...(description === undefined ? {} : { description }),
     }
   })
   return {
@@ -106,7 +115,7 @@ export const asyncApiDocument = (version: string): Json => {
       title: "Sluice event log",
       version,
       description:
-        "Every change to a batch or an account is an event stored on its own subject of the JetStream stream `SLUICE` " +
+        "Every change to a batch, an account or an idempotency key is an event stored on its own subject of the JetStream stream `SLUICE` " +
         "(or the embedded log's table, with the same subjects and headers). `batch.>` takes every batch event, " +
         "`batch.<batch_id>.>` one batch's whole history, `batch.*.<event_type>` one type across all batches. " +
         "Times are Unix milliseconds. Events are never renamed and lose no field; new types and optional fields may be added.",

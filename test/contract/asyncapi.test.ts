@@ -5,12 +5,15 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AccountEvent, accountSubject } from "../../src/domain/account/events.js"
+import { IdempotencyEvent } from "../../src/domain/idempotency/events.js"
+import { idempotencySubject } from "../../src/domain/idempotency/subjects.js"
 import { onceOnlyTypes, rowEventTypes } from "../../src/domain/batch/events.js"
 import { batchSubject } from "../../src/domain/batch/subjects.js"
 import { CHUNK_HEADER } from "../../src/eventlog/chunking.js"
 import { simDirective } from "../../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
+import { BOOTSTRAP_KEY } from "../support/sluice.js"
 import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
 
 /*
@@ -24,7 +27,9 @@ const committed = () => readFileSync(new URL("../../docs/asyncapi.json", import.
 
 /** Every type the writers may publish, listed from the sets the writers use rather than from the generator's source. */
 const publishedBatchTypes = [...onceOnlyTypes, ...rowEventTypes, "rows_added", "row_bodies"] as const
-const publishedAccountTypes = AccountEvent.members.map((m) => (m.fields.type as unknown as { literals: [string] }).literals[0])
+const literalType = (m: { fields: { type: unknown } }) => (m.fields.type as { literals: [string] }).literals[0]
+const publishedAccountTypes = AccountEvent.members.map(literalType)
+const publishedIdempotencyTypes = IdempotencyEvent.members.map(literalType)
 
 /** A channel's address with its parameters filled in, as a subject. */
 const subjectOf = (address: string, values: Record<string, string>) =>
@@ -57,16 +62,17 @@ describe("the AsyncAPI document", () => {
     const { document, diagnostics } = await new Parser().parse(served)
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
     expect(document?.version()).toMatch(/^3\./)
-    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + publishedAccountTypes.length)
+    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length)
   })
 
   it("has a message and a channel for every event type the code publishes, on the subject the code builds", async () => {
     const { document } = await new Parser().parse(served)
     const channels = document!.channels().all()
     const find = (subject: string, type: string) =>
-      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", account_id: "acct_x" }) === subject)
+      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", account_id: "acct_x", digest: "d1" }) === subject)
     for (const type of publishedBatchTypes) expect(find(batchSubject("batch_x", type), type), type).toBeDefined()
     for (const type of publishedAccountTypes) expect(find(accountSubject("acct_x", type as never), type), type).toBeDefined()
+    for (const type of publishedIdempotencyTypes) expect(find(idempotencySubject("d1"), type), type).toBeDefined()
     for (const channel of channels) expect(document!.operations().all().some((o) => o.channels().all().some((c) => c.id() === channel.id()))).toBe(true)
   })
 
@@ -87,7 +93,7 @@ describe("the AsyncAPI document", () => {
         chatRow("refused", `no ${simDirective.status(400)}`),
       ],
       metadata: { project: "contract" },
-    })
+    }, { authorization: `Bearer ${BOOTSTRAP_KEY}`, "idempotency-key": "contract-1" })
     expect(created.status, created.text).toBe(200)
     // The retried row waits out its backoff on the actors' TestClock.
     let finished: any
@@ -102,27 +108,28 @@ describe("the AsyncAPI document", () => {
     expect((await api.call("DELETE", `/v1/batches/${doomed.body.id}`)).status).toBe(200)
 
     const ajv = new Ajv({ strict: false, allErrors: true })
-    const messages = Object.values(spec.channels).map((channel: any) => {
-      const name = Object.keys(channel.messages)[0]!
-      const pattern = new RegExp(`^${channel.address.replace(/\./g, "\\.").replace(/\{\w+\}/g, "[^.]+")}$`)
-      const payload = structuredClone(spec.components.messages[name].payload)
-      return { name, pattern, validate: ajv.compile({ ...payload, components: spec.components }) }
-    })
+    const messages = Object.values(spec.channels).flatMap((channel: any) =>
+      Object.keys(channel.messages).map((name) => {
+        const pattern = new RegExp(`^${channel.address.replace(/\./g, "\\.").replace(/\{\w+\}/g, "[^.]+")}$`)
+        const payload = structuredClone(spec.components.messages[name].payload)
+        return { name, pattern, validate: ajv.compile({ ...payload, components: spec.components }) }
+      }),
+    )
     const db = new Database(join(sluice.dataDir, "log.sqlite"), { readonly: true })
     const stored = db.prepare("SELECT subject, headers, data FROM messages ORDER BY seq").all() as Array<{ subject: string; headers: string | null; data: Buffer }>
     db.close()
     const seen = new Set<string>()
     for (const m of stored) {
-      const matching = messages.filter((k) => k.pattern.test(m.subject))
-      expect(matching.map((k) => k.name), m.subject).toHaveLength(1)
       if (m.headers !== null && JSON.parse(m.headers)[CHUNK_HEADER] !== undefined) continue
       const payload = JSON.parse(m.data.toString("utf8"))
+      const matching = messages.filter((k) => k.pattern.test(m.subject) && k.name === payload.type)
+      expect(matching.map((k) => k.name), m.subject).toHaveLength(1)
       const { validate, name } = matching[0]!
       expect(validate(payload), `${m.subject}: ${ajv.errorsText(validate.errors)}`).toBe(true)
       seen.add(name)
     }
     expect([...seen].sort()).toEqual(
-      expect.arrayContaining(["account_created", "key_created", "batch_created", "rows_added", "row_bodies", "row_started", "row_retrying", "row_completed", "row_failed", "batch_completed", "batch_purged"]),
+      expect.arrayContaining(["account_created", "key_created", "batch_created", "rows_added", "row_bodies", "row_started", "row_retrying", "row_completed", "row_failed", "batch_completed", "batch_purged", "idempotency_key_claimed"]),
     )
   })
 })
