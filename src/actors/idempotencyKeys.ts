@@ -1,4 +1,4 @@
-import { Effect, Option, Schema, Stream } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { batchSubject } from "../domain/batch/subjects.js"
 import { IdempotencyEvent } from "../domain/idempotency/events.js"
 import { idempotencySubject } from "../domain/idempotency/subjects.js"
@@ -22,19 +22,18 @@ export interface KeyRecord {
  * creates racing with one key (on one instance or two) cannot both claim it.
  */
 export const makeIdempotencyKeys = (log: EventLogShape) => {
-  const exists = (subject: string, fromSeq: number) =>
-    log.read(subject, fromSeq).pipe(Stream.take(1), Stream.runHead, Effect.map(Option.isSome))
+  const exists = (subject: string) => Effect.map(log.lastSeqOf(subject), (seq) => seq > 0)
 
   const look = (digest: string): Effect.Effect<KeyRecord, LogUnavailable> =>
     Effect.gen(function* () {
-      const lastMessage = yield* log.read(idempotencySubject(digest), 1).pipe(Stream.runLast)
-      if (Option.isNone(lastMessage)) return { last: undefined, seq: 0, batchStored: false }
-      const { seq, data } = lastMessage.value
-      const last = Option.getOrUndefined(decode(text.decode(data)))
+      const subject = idempotencySubject(digest)
+      const seq = yield* log.lastSeqOf(subject)
+      const message = seq === 0 ? undefined : yield* log.readMessage(subject, seq, seq)
+      if (message === undefined) return { last: undefined, seq, batchStored: false }
+      const last = Option.getOrUndefined(decode(text.decode(message.data)))
       if (last?.type !== "idempotency_key_claimed") return { last, seq, batchStored: false }
       const batchStored =
-        (yield* exists(batchSubject(last.batch_id, "batch_created"), 1)) ||
-        (yield* exists(batchSubject(last.batch_id, "batch_purged"), 1))
+        (yield* exists(batchSubject(last.batch_id, "batch_created"))) || (yield* exists(batchSubject(last.batch_id, "batch_purged")))
       return { last, seq, batchStored }
     })
 
