@@ -58,7 +58,18 @@ const isAddedRow = (u: unknown): u is AddedRow =>
 // inserting them into the read model, and copied every one.
 const AddedRows = Schema.declare(
   (u: unknown): u is ReadonlyArray<AddedRow> => Array.isArray(u) && u.every(isAddedRow),
-  { identifier: "AddedRows", description: "an array of {custom_id: string, model: string, body?: unknown}" },
+  {
+    identifier: "AddedRows",
+    description: "an array of {custom_id: string, model: string, body?: unknown}",
+    jsonSchema: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["custom_id", "model"],
+        properties: { custom_id: { type: "string" }, model: { type: "string" }, body: {} },
+      },
+    },
+  },
 )
 
 export const RowsAdded = Schema.Struct({
