@@ -6,7 +6,10 @@ import { Dispatcher } from "../actors/Dispatcher.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
-import { batchReads, toBatchObject } from "../projections/batchReads.js"
+import { type BatchRow, batchReads, toBatchObject } from "../projections/batchReads.js"
+import { makeEtas } from "./eta.js"
+import { estimateBatch } from "./estimate.js"
+import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
@@ -64,7 +67,10 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       const row = batches.ofAccount(accountId, batchId)
       return row === undefined ? Effect.fail(gone(accountId, batchId)) : Effect.succeed(row)
     }
-    const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
+    const etas = makeEtas(db, projector)
+    const now = () => Effect.runSync(writer.now)
+    const shown = (row: BatchRow) => toBatchObject(row, etas.ofBatch(row, now()))
+    const current = (batchId: string) => shown(batches.one(batchId)!)
 
     const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, writer.now)
 
@@ -81,6 +87,19 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           const key = yield* idempotencyKeyHeader
           return yield* creation.create(caller, key, isAvailable(caller.account.models))
         }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
+      )
+      .handleRaw("estimate", () =>
+        respondJson(Effect.gen(function* () {
+          const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* reachable
+          const input = yield* readJsonBody()
+          const batch = yield* Either.match(validateCreateBatch(input, { isAvailable: isAvailable(caller.account.models) }), {
+            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+            onRight: Effect.succeed,
+          })
+          const deps = { catalog, etas, batches, db, maxUnfinished: settings.maxUnfinishedBatches }
+          return yield* estimateBatch(deps, caller, batch, yield* writer.now)
+        })),
       )
       .handleRaw("rerun", ({ path }) =>
         creation.answer(Effect.gen(function* () {
@@ -114,7 +133,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* reachable
-          return toBatchObject(yield* owned(caller.account.id, path.batch_id))
+          return shown(yield* owned(caller.account.id, path.batch_id))
         })),
       )
       .handleRaw("list", ({ urlParams }) =>
@@ -131,7 +150,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           }
           const rows = batches.page(caller.account.id, limit, afterSeq)
           const hasMore = rows.length > limit
-          const data = rows.slice(0, limit).map(toBatchObject)
+          const data = rows.slice(0, limit).map(shown)
           return {
             object: "list" as const,
             data,
