@@ -171,3 +171,13 @@ export const mayTake = (
   now: number,
   ttlMs: number,
 ): boolean => local + elsewhere(state, accountId) < concurrency && local < ownCeiling(state, accountId, now, ttlMs)
+
+/** Whether a request `mayTake` refused has a free slot as far as this instance knows, and waits only for the others to read its reports. */
+export const waitsForOthers = (
+  state: SlotSharing,
+  accountId: string,
+  local: number,
+  concurrency: number,
+  now: number,
+  ttlMs: number,
+): boolean => local + elsewhere(state, accountId) < concurrency && local >= ownCeiling(state, accountId, now, ttlMs)
