@@ -14,7 +14,9 @@ import {
   RevokedKey,
   UpdateAccountPayload,
 } from "../domain/api/index.js"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
+import { BatchMetadata } from "../domain/api/BatchObject.js"
+import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
+import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
 /** Query values stay strings here: the handlers answer a bad one with the API's own 400 envelope. */
@@ -66,11 +68,11 @@ const BatchEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }
 const bodyDefinitions: Record<string, JSONSchema.JsonSchema7> = {}
 
 /** Bodies are read and validated by the handlers (size limit, seed messages); this only documents them. */
-const documentedBody = (schema: Schema.Schema.Any) =>
+const documentedBody = (schema: Schema.Schema.Any, required = true) =>
   OpenApi.annotations({
     override: {
       requestBody: {
-        required: true,
+        required,
         content: {
           "application/json": {
             schema: JSONSchema.fromAST(schema.ast, {
@@ -84,12 +86,34 @@ const documentedBody = (schema: Schema.Schema.Any) =>
     },
   })
 
+const RerunPayload = Schema.Struct({
+  statuses: Schema.optional(Schema.Array(Schema.Literal(...RerunnableStatuses))).annotations({
+    description: "Rows in these statuses are run again (default: failed, expired, cancelled)",
+  }),
+  error_codes: Schema.optional(Schema.Array(Schema.String)).annotations({
+    description: "Only rows whose error has one of these codes, e.g. timeout",
+  }),
+  metadata: Schema.optional(Schema.NullOr(BatchMetadata)).annotations({ description: "The new batch's metadata (default: the original's)" }),
+}).annotations({ identifier: "RerunPayload" })
+
+const CreateHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String).annotations({
+    description:
+      "The IETF httpapi draft's Idempotency-Key: the same key with the same body from the same account within 24 hours answers " +
+      "the original batch again (with `Idempotent-Replayed: true`) and creates nothing; with another body it answers 422, and " +
+      "while the first request is still being stored, 409. An addition to the contract.",
+  }),
+})
+
 export const BatchesGroup = HttpApiGroup.make("batches")
   .add(
     HttpApiEndpoint.post("create", "/v1/batches")
+      .setHeaders(CreateHeaders)
       .addSuccess(BatchObject)
       .addError(BadRequest)
       .addError(Forbidden)
+      .addError(Conflict)
+      .addError(Unprocessable)
       .addError(PayloadTooLarge)
       .annotateContext(documentedBody(CreateBatchPayload)),
   )
@@ -117,6 +141,23 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       .addError(BadRequest),
   )
   .add(HttpApiEndpoint.post("cancel", "/v1/batches/:batch_id/cancel").setPath(BatchPath).addSuccess(BatchObject))
+  .add(
+    HttpApiEndpoint.post("rerun", "/v1/batches/:batch_id/rerun")
+      .setPath(BatchPath)
+      .addSuccess(BatchObject)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(Conflict)
+      .annotateContext(documentedBody(RerunPayload, false))
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "A new batch of exactly those rows of a final batch with the given statuses (default failed, expired, cancelled) " +
+            "and, if given, error codes: the same custom_ids, bodies and submission order, its `rerun_of` naming the original. " +
+            "409 while the batch is not final; 400 when the filter selects no row. An addition to the contract.",
+        }),
+      ),
+  )
   .add(
     HttpApiEndpoint.del("delete", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchDeleted).addError(Conflict),
   )

@@ -4,7 +4,6 @@ import { BatchWriter } from "../actors/BatchWriter.js"
 import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
-import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
@@ -12,6 +11,10 @@ import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
 import { tombstoneReads } from "../projections/tombstoneReads.js"
+import { makeIdempotencyKeys } from "../actors/idempotencyKeys.js"
+import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
+import { isRerun, nothingToRerun, parseRerunRequest } from "../domain/batch/rerunRequest.js"
+import { batchCreation, idempotencyKeyHeader } from "./batchCreation.js"
 import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
@@ -65,56 +68,47 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
 
     const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, writer.now)
 
-    // The parsed body and its rows are handed over once, to the writer, and not kept while the
-    // projections apply them: a 32 MiB batch is well over 100 MB of objects.
-    const validBatch = (allowed: ReadonlyArray<string> | null) =>
-      Effect.flatMap(readJsonBody(), (input) =>
-        Either.match(
-          validateCreateBatch(input, {
-            isAvailable: (model) => catalog.has(model) && (allowed === null || allowed.includes(model)),
-          }),
-          {
-            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-            onRight: ({ metadata, requests }) => {
-              let rows: typeof requests | undefined = requests
-              const take = () => {
-                const taken = rows ?? []
-                rows = undefined
-                return taken
-              }
-              return Effect.succeed({ metadata, take })
-            },
-          },
-        ),
-      )
+    const idempotencyKeys = makeIdempotencyKeys(log)
+    const creation = batchCreation({ writer, completionWindowMs: settings.completionWindowMs, projector, dispatcher, limit, keys: idempotencyKeys, logDown, current, owned })
+    const isAvailable = (allowed: ReadonlyArray<string> | null) => (model: string) =>
+      catalog.has(model) && (allowed === null || allowed.includes(model))
 
     return handlers
       .handleRaw("create", () =>
-        respondJson(Effect.gen(function* () {
+        creation.answer(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
           yield* reachable
-          yield* limit.hasRoom(caller.account.id)
-          const valid = yield* validBatch(caller.account.models)
-          const { batchId, createdAt } = yield* limit.holdingPlace(
-            caller.account.id,
-            Effect.gen(function* () {
-              const { batchId, seq, createdAt } = yield* writer
-                .create({
-                  accountId: caller.account.id,
-                  keyId: caller.keyId,
-                  completionWindowMs: settings.completionWindowMs,
-                  metadata: valid.metadata,
-                  requests: valid.take(),
-                })
-                .pipe(Effect.mapError(logDown))
-              yield* projector.awaitSeq(seq)
-              return { batchId, createdAt }
+          const key = yield* idempotencyKeyHeader
+          return yield* creation.create(caller, key, isAvailable(caller.account.models))
+        }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
+      )
+      .handleRaw("rerun", ({ path }) =>
+        creation.answer(Effect.gen(function* () {
+          const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* reachable
+          const original = yield* owned(caller.account.id, path.batch_id)
+          const request = yield* Effect.flatMap(readJsonBody(1024 * 1024, { emptyIs: {} }), (input) =>
+            Either.match(parseRerunRequest(input), {
+              onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+              onRight: Effect.succeed,
             }),
           )
-          // Nothing runs during the create call: the rows start in the background.
-          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId, createdAt))
-          return current(batchId)
-        }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
+          if (!FinalBatchStatuses.has(original.status)) {
+            return yield* Effect.fail(
+              conflict(`Batch '${original.id}' is ${original.status}: only a final batch (completed, failed, expired or cancelled) can be rerun`),
+            )
+          }
+          const picked = results.outcomes(original.id).filter((row) => isRerun(request, row))
+          if (picked.length === 0) return yield* Effect.fail(badRequest(nothingToRerun(original.id, request), "statuses"))
+          const requests: Array<unknown> = []
+          for (const row of picked) {
+            const body = yield* requestBodies.take(original.id, row.idx).pipe(Effect.mapError(logDown))
+            if (body === undefined) return yield* Effect.fail(gone(caller.account.id, original.id))
+            requests.push({ custom_id: row.custom_id, method: "POST", url: "/v1/chat/completions", body: JSON.parse(body) })
+          }
+          const metadata = request.metadata === undefined ? (original.metadata === null ? null : JSON.parse(original.metadata)) : request.metadata
+          return yield* creation.rerun(caller, { requests, metadata }, isAvailable(caller.account.models), original.id)
+        })),
       )
       .handleRaw("retrieve", ({ path }) =>
         respondJson(Effect.gen(function* () {

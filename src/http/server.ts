@@ -10,6 +10,7 @@ import { ChatLive } from "./chatHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
+import { AsyncApiPage } from "./asyncApiPage.js"
 import { ModelsLive } from "./modelsHandlers.js"
 import { observed } from "./observe.js"
 import { OperationsLive } from "./operationsHandlers.js"
@@ -61,7 +62,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
 /** How long requests still open at shutdown may take before their connections are closed. */
 const SHUTDOWN_GRACE_MS = 10_000
 
-const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/console", "/"])
+const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/asyncapi.json", "/console", "/"])
 
 /** Browser clients of other origins, when the operator lists them (SLUICE_CORS_ORIGINS); none by default. */
 const cors = (origins: ReadonlyArray<string>) =>
@@ -103,6 +104,7 @@ export const serverLayer = (options: {
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
         Layer.provide(HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })),
         Layer.provide(ConsolePages),
+        Layer.provide(AsyncApiPage),
         Layer.provide(ApiLive.pipe(Layer.provide(Layer.succeed(EventStreamsClosing, streamsClosing)))),
         Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host })),
       ),

@@ -32,6 +32,7 @@ export interface BatchRow {
   readonly closing_error: string | null
   readonly final_written: string | null
   readonly created_ms: number
+  readonly rerun_of: string | null
 }
 
 /** The batch object exactly as the API shows it: file fields and `errors` are always null. */
@@ -59,6 +60,7 @@ export const toBatchObject = (row: BatchRow): BatchObject => ({
   // Summing float costs row by row leaves binary noise; the API shows micro-dollars.
   cost_usd: Math.round(row.cost_usd * 1e6) / 1e6,
   error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
+  rerun_of: row.rerun_of,
 })
 
 /** What a batch's timers go by: its completion window while unfinished, its finishing time (seconds) once final. */

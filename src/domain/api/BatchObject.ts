@@ -47,6 +47,9 @@ export const BatchObject = Schema.Struct({
   metadata: Schema.NullOr(BatchMetadata),
   cost_usd: Schema.NonNegative,
   error: Schema.NullOr(BatchError),
+  rerun_of: Schema.NullOr(Schema.String).annotations({
+    description: "The batch whose rows this one runs again (`POST /v1/batches/{batch_id}/rerun`); an addition to the contract",
+  }),
 }).annotations({ identifier: "BatchObject" })
 
 export interface BatchObject extends Schema.Schema.Type<typeof BatchObject> {}
