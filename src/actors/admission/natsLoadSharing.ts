@@ -19,6 +19,9 @@ import { LoadSharing, type LoadSharingShape } from "../LoadSharing.js"
 /** A report not renewed for this long is dropped: a stopped instance's requests stop counting then. */
 export const LOAD_TTL_MS = 10_000
 const RENEW_MS = LOAD_TTL_MS / 4
+const COALESCE_MS = 2
+/** How long `nextReports` waits for a report before it gives up. */
+const ROUND_WAIT_MS = 250
 const STREAM = "SLUICE_LOAD"
 const SUBJECTS = "sluice.load.>"
 const encoder = new TextEncoder()
@@ -103,6 +106,8 @@ const make = (url: string, instanceId: string) =>
     yield* Queue.take(dirty).pipe(
       Effect.timeout(RENEW_MS),
       Effect.ignore,
+      // A burst of changes goes out as one report.
+      Effect.zipRight(Effect.sleep(COALESCE_MS)),
       Effect.zipRight(report),
       // The rule fails closed: with no report coming back, limited accounts start nothing here.
       Effect.catchAll(() => Effect.sleep("500 millis")),
@@ -191,7 +196,7 @@ const make = (url: string, instanceId: string) =>
       setAccount: (accountId, n) => set(accounts, accountId, n),
       setInteractive: (modelId, n) => set(interactive, modelId, n),
       onReports: (listener) => void listeners.push(listener),
-      nextReports: Effect.flatMap(Ref.get(read), Deferred.await).pipe(Effect.timeout(RENEW_MS), Effect.ignore, Effect.withClock(clock)),
+      nextReports: Effect.flatMap(Ref.get(read), Deferred.await).pipe(Effect.timeout(ROUND_WAIT_MS), Effect.ignore, Effect.withClock(clock)),
     } satisfies LoadSharingShape
   })
 
