@@ -5,6 +5,8 @@ import * as Accounts from "./actors/Accounts.js"
 import { ActorClock } from "./actors/ActorClock.js"
 import { Admission } from "./actors/Admission.js"
 import { ModelLoad } from "./actors/ModelLoad.js"
+import { LoadSharing } from "./actors/LoadSharing.js"
+import { natsLoadSharing } from "./actors/admission/natsLoadSharing.js"
 import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
@@ -28,6 +30,13 @@ export const eventLogLayer = (config: SluiceConfig) =>
   Option.match(config.natsUrl, {
     onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite") }),
     onSome: (url) => JetStreamEventLog.layer({ url }),
+  })
+
+/** Instances on one NATS log share their accounts' slots and models' interactive load; the embedded log has one instance. */
+export const loadSharingLayer = (config: SluiceConfig) =>
+  Option.match(config.natsUrl, {
+    onNone: () => LoadSharing.alone,
+    onSome: (url) => natsLoadSharing(url, config.instanceId),
   })
 
 /** One read model per log backend: its offsets are positions in that log only. */
@@ -62,7 +71,9 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   )
   const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
-    Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),
+    Layer.provideMerge(
+      Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live)).pipe(Layer.provide(loadSharingLayer(config))),
+    ),
     Layer.provideMerge(writers),
     Layer.provideMerge(catalogLayer(config.modelsPath)),
   )

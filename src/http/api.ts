@@ -26,8 +26,16 @@ const PageParams = Schema.Struct({
   after: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
 })
 
+const AsOf = Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))).annotations({
+  description:
+    "A Unix time in seconds: the answer as it was at the end of that second, computed from the batch's events alone " +
+    "(404 before the batch was created) (an addition to the contract)",
+})
+const AsOfParams = Schema.Struct({ as_of: AsOf })
+
 const ResultsParams = Schema.Struct({
   ...PageParams.fields,
+  as_of: AsOf,
   status: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))).annotations({
     description: "Only rows in this status: queued, running, completed, failed, cancelled or expired (an addition to the contract)",
   }),
@@ -135,7 +143,13 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       ),
   )
   .add(HttpApiEndpoint.get("list", "/v1/batches").setUrlParams(PageParams).addSuccess(BatchList).addError(BadRequest))
-  .add(HttpApiEndpoint.get("retrieve", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchObject))
+  .add(
+    HttpApiEndpoint.get("retrieve", "/v1/batches/:batch_id")
+      .setPath(BatchPath)
+      .setUrlParams(AsOfParams)
+      .addSuccess(BatchObject)
+      .addError(BadRequest),
+  )
   .add(
     HttpApiEndpoint.get("results", "/v1/batches/:batch_id/results")
       .setPath(BatchPath)

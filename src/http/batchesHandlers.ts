@@ -24,7 +24,8 @@ import { readJsonBody } from "./body.js"
 import { badRequest, batchDeleted, batchInferenceUnavailable, batchNotFound, conflict, notFound, statusOf } from "./errors.js"
 import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
-import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "./pageParams.js"
+import { parseAfter, parseAsOf, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "./pageParams.js"
+import { batchAsOf } from "../projections/asOf.js"
 import { makeBodyCache } from "../actors/bodyCache.js"
 import { type ApiError, respondJson, respondJsonText } from "./respond.js"
 import { Metrics } from "../metrics/Metrics.js"
@@ -71,6 +72,17 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     const now = () => Effect.runSync(writer.now)
     const shown = (row: BatchRow) => toBatchObject(row, etas.ofBatch(row, now()))
     const current = (batchId: string) => shown(batches.one(batchId)!)
+    /** The batch's own read model as of an instant, from its events alone; 404 before it was created. */
+    const asOf = <A>(row: { id: string; created_at: number }, seconds: number, read: (scratch: ReadModel["Type"]) => A) =>
+      Effect.scoped(
+        Effect.flatMap(batchAsOf(log, row.id, seconds).pipe(Effect.mapError(logDown)), (scratch) =>
+          batchReads(scratch).one(row.id) === undefined
+            ? Effect.fail(
+                notFound(`No batch found with id '${row.id}' as of ${seconds}: it was created at ${row.created_at}`, "batch_not_found"),
+              )
+            : Effect.sync(() => read(scratch)),
+        ),
+      )
 
     const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, writer.now)
 
@@ -129,11 +141,15 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           return yield* creation.rerun(caller, { requests, metadata }, isAvailable(caller.account.models), original.id)
         })),
       )
-      .handleRaw("retrieve", ({ path }) =>
+      .handleRaw("retrieve", ({ path, urlParams }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* reachable
-          return shown(yield* owned(caller.account.id, path.batch_id))
+          const seconds = yield* parseAsOf(urlParams.as_of)
+          const row = yield* owned(caller.account.id, path.batch_id)
+          if (seconds === undefined) return shown(row)
+          // A past instant's object: its queue position and estimate then are not known.
+          return yield* asOf(row, seconds, (scratch) => toBatchObject(batchReads(scratch).one(row.id)!))
         })),
       )
       .handleRaw("list", ({ urlParams }) =>
@@ -164,7 +180,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
         respondJsonText(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* reachable
-          yield* owned(caller.account.id, path.batch_id)
+          const row = yield* owned(caller.account.id, path.batch_id)
+          const seconds = yield* parseAsOf(urlParams.as_of)
           const limit = yield* parseLimit(urlParams.limit, 1000, 100)
           const after = yield* parseAfter(urlParams.after)
           const status = yield* parseStatusFilter(urlParams.status)
@@ -177,7 +194,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             }
             from = idx + 1
           }
-          return results.pageJson(path.batch_id, from, limit, { status, code })
+          if (seconds === undefined) return results.pageJson(path.batch_id, from, limit, { status, code })
+          return yield* asOf(row, seconds, (scratch) => resultReads(scratch).pageJson(path.batch_id, from, limit, { status, code }))
         })),
       )
       .handleRaw("result", ({ path }) =>
