@@ -25,6 +25,8 @@ const view = (b: Batch): ProgressView => ({
   total: b.request_counts.total,
   completed: b.request_counts.completed,
   failed: b.request_counts.failed,
+  estimatedCompletionAt: b.estimated_completion_at ?? null,
+  rowsAhead: b.rows_ahead ?? null,
 })
 
 const rows = (n: number) => `${n} ${n === 1 ? "row" : "rows"}`

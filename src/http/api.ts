@@ -14,6 +14,7 @@ import {
   RevokedKey,
   UpdateAccountPayload,
 } from "../domain/api/index.js"
+import { BatchEstimate } from "../domain/api/BatchEstimate.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
@@ -124,6 +125,22 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       .addError(Unprocessable)
       .addError(PayloadTooLarge)
       .annotateContext(documentedBody(CreateBatchPayload)),
+  )
+  .add(
+    HttpApiEndpoint.post("estimate", "/v1/batches/estimate")
+      .addSuccess(BatchEstimate)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(PayloadTooLarge)
+      .annotateContext(documentedBody(CreateBatchPayload))
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "Takes exactly a create's body and validates it as a create does (the same errors), stores nothing, and answers " +
+            "each model's prompt tokens, completion budget, cost range, rows ahead and estimated completion, and whether a create " +
+            "would fit the unfinished-batch limit and the daily quota. An addition to the contract.",
+        }),
+      ),
   )
   .add(HttpApiEndpoint.get("list", "/v1/batches").setUrlParams(PageParams).addSuccess(BatchList).addError(BadRequest))
   .add(

@@ -243,6 +243,7 @@ describe("the seed's Errors table", () => {
         "GET /v1/batches/{batch_id}/events",
         "POST /v1/batches/{batch_id}/cancel",
         "POST /v1/batches/{batch_id}/rerun",
+        "POST /v1/batches/estimate",
         "DELETE /v1/batches/{batch_id}",
         "POST /admin/v1/accounts",
         "PATCH /admin/v1/accounts/{id}",
