@@ -12,10 +12,13 @@ import { usageProjection } from "./usage.js"
 import { type BatchStatusCounts, makeBatchStatusCounts } from "./batchStatusCounts.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { makeThroughput, type Throughput } from "./throughput.js"
+import { WebhookEvent } from "../domain/webhook/events.js"
+import { webhooksProjection } from "./webhooks.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
+const decodeWebhook = Schema.decodeUnknownSync(WebhookEvent)
 const text = new TextDecoder()
 
 /** The accounts whose rows one applied window changed. */
@@ -63,6 +66,7 @@ export const makeApplier = (
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
   const usage = usageProjection(db)
+  const webhooks = webhooksProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
@@ -96,8 +100,11 @@ export const makeApplier = (
         }
       } else {
         usage.forget()
+        webhooks.batchEvent(event)
         results.apply(event, batches.apply(event, message.seq), message)
       }
+    } else if (kind === "webhook") {
+      webhooks.apply(decodeWebhook(payload))
     } else if (kind === "account") {
       const event = decodeAccount(payload)
       if (event.type === "usage_recorded") {
