@@ -5,10 +5,13 @@ import * as Accounts from "./actors/Accounts.js"
 import { ActorClock } from "./actors/ActorClock.js"
 import { Admission } from "./actors/Admission.js"
 import { ModelLoad } from "./actors/ModelLoad.js"
+import { LoadSharing } from "./actors/LoadSharing.js"
+import { natsLoadSharing } from "./actors/admission/natsLoadSharing.js"
 import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
 import * as Timers from "./actors/Timers.js"
+import * as WebhookDeliverer from "./actors/WebhookDeliverer.js"
 import { catalogLayer } from "./config/catalogLayer.js"
 import type { SluiceConfig } from "./config/Config.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
@@ -37,6 +40,13 @@ export const leaseStoreLayer = (config: SluiceConfig) =>
   Option.match(config.natsUrl, {
     onNone: () => LocalLeaseStore.layer(config.leaseTtlMs),
     onSome: (url) => NatsLeaseStore.layer({ url, ttlMs: config.leaseTtlMs }),
+  })
+
+/** Instances on one NATS log share their accounts' slots and models' interactive load; the embedded log has one instance. */
+export const loadSharingLayer = (config: SluiceConfig) =>
+  Option.match(config.natsUrl, {
+    onNone: () => LoadSharing.alone,
+    onSome: (url) => natsLoadSharing(url, config.instanceId),
   })
 
 /** One read model per log backend: its offsets are positions in that log only. */
@@ -69,9 +79,14 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live), onActorClock(ActorClock.layer)).pipe(
     Layer.provideMerge(core),
   )
-  const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
+  const actors = Layer.merge(
+    onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })),
+    onActorClock(WebhookDeliverer.layer),
+  ).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
-    Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),
+    Layer.provideMerge(
+      Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live)).pipe(Layer.provide(loadSharingLayer(config))),
+    ),
     Layer.provideMerge(Layer.provideMerge(leaseStoreLayer(config), writers)),
     Layer.provideMerge(catalogLayer(config.modelsPath)),
   )
@@ -82,6 +97,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     metricsToken: config.metricsToken,
     readyMaxLagSeconds: config.readyMaxLagSeconds,
     freshReads: Option.isSome(config.natsUrl),
+    port: config.port,
   })
   const bootstrap = Layer.effectDiscard(
     Effect.gen(function* () {

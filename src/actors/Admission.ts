@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import { Clock, Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import { batchesToFail } from "../domain/account/batchesToFail.js"
 import { verdict } from "../domain/account/ownerVerdict.js"
 import { nextUtcMidnight } from "../domain/account/utcDay.js"
@@ -10,6 +10,7 @@ import { makeBatchFailures } from "./admission/batchFailures.js"
 import { makeKeyExpiryWatch } from "./admission/keyExpiryWatch.js"
 import { makeOwnerCache } from "./admission/ownerCache.js"
 import { BatchWriter } from "./BatchWriter.js"
+import { LoadSharing } from "./LoadSharing.js"
 
 /**
  * Whether a batch row may start now, on behalf of its account: the owner's key and account still
@@ -28,14 +29,26 @@ export interface AdmissionShape {
    * every slot is in use (the request is then answered 429). Each `true` is paired with a release.
    */
   readonly tryAcquireInteractive: (accountId: string) => boolean
+  /**
+   * Waits a moment while the account has a free slot but the other instances have not yet read this
+   * instance's last requests of it (see LoadSharing), so that `tryAcquireInteractive` can take it.
+   */
+  readonly awaitInteractiveRoom: (accountId: string) => Effect.Effect<void>
   readonly releaseInteractive: (accountId: string) => void
 }
+
+/** Report rounds an interactive request waits for the others to read this instance's requests, at most. */
+const INTERACTIVE_ROUNDS = 20
+/** ... and wall-clock time: the wait is for other processes, not a rule of the actors' clock. */
+const INTERACTIVE_WAIT = Duration.seconds(1)
+const wallClock = Clock.make()
 
 const makeLive = Effect.gen(function* () {
   const reads = yield* OwnerReads
   const accounts = yield* Accounts
   const writer = yield* BatchWriter
   const projector = yield* Projector
+  const sharing = yield* LoadSharing
   // Captured at construction: expiry and midnight follow the clock the actors were built with.
   const clock = yield* Effect.clock
   const fork = yield* FiberSet.makeRuntime<never, void, never>()
@@ -44,7 +57,10 @@ const makeLive = Effect.gen(function* () {
     for (const listener of listeners) listener()
   }
 
-  const slots = makeAccountSlots()
+  // Only the counts of accounts with a limit are worth telling the others (a count back to 0 always is).
+  const slots = makeAccountSlots((accountId, inUse) => {
+    if (inUse === 0 || owners.account(accountId)?.concurrency != null) sharing.setAccount(accountId, inUse)
+  })
   const failures = makeBatchFailures(writer, fork, notify)
   /** Fails every open batch of the account whose key or account is no longer valid. */
   const sweep = (accountId: string) => {
@@ -55,7 +71,26 @@ const makeLive = Effect.gen(function* () {
   }
   const watchExpiry = makeKeyExpiryWatch(clock, fork, sweep)
   const owners = makeOwnerCache(reads, accounts.get, watchExpiry)
-  const hasFreeSlot = (accountId: string) => slots.hasFree(accountId, owners.account(accountId)?.concurrency ?? null)
+  // The verdict counts this instance's slots; the others' requests are LoadSharing's to count.
+  const hasFreeSlot = (accountId: string) => {
+    const concurrency = owners.account(accountId)?.concurrency ?? null
+    return concurrency === null || sharing.mayTake(accountId, slots.inUse(accountId), concurrency)
+  }
+  const tryAcquireInteractive = (accountId: string) => {
+    if (!hasFreeSlot(accountId)) return false
+    slots.acquireInteractive(accountId)
+    return true
+  }
+  const waitsForOthers = (accountId: string) => {
+    const concurrency = owners.account(accountId)?.concurrency ?? null
+    return concurrency !== null && sharing.waitsForOthers(accountId, slots.inUse(accountId), concurrency)
+  }
+  const awaitInteractiveRoom = (accountId: string, rounds = INTERACTIVE_ROUNDS): Effect.Effect<void> =>
+    Effect.suspend(() =>
+      rounds <= 0 || !waitsForOthers(accountId)
+        ? Effect.void
+        : Effect.zipRight(sharing.nextReports, awaitInteractiveRoom(accountId, rounds - 1)),
+    )
 
   const mayStart = (accountId: string, batchId: string) => {
     const failed = failures.state(batchId)
@@ -76,7 +111,9 @@ const makeLive = Effect.gen(function* () {
     )
     switch (decided._tag) {
       case "Run":
-        return true
+        if (hasFreeSlot(accountId)) return true
+        slots.refused(accountId)
+        return false
       case "FailBatch":
         failures.fail(batchId, decided.error)
         return false
@@ -89,11 +126,17 @@ const makeLive = Effect.gen(function* () {
     }
   }
 
+  sharing.onReports(() => {
+    if (slots.forgetRefused()) notify()
+  })
   const changes = yield* projector.accountChanges
   yield* Queue.take(changes).pipe(
     Effect.map((changed) => {
       owners.invalidate(changed)
-      for (const id of changed.settings) sweep(id)
+      for (const id of changed.settings) {
+        sweep(id)
+        if (owners.account(id)?.concurrency != null) sharing.setAccount(id, slots.inUse(id))
+      }
       if (changed.settings.size > 0) notify()
     }),
     Effect.forever,
@@ -115,11 +158,9 @@ const makeLive = Effect.gen(function* () {
     onChange: (listener) => {
       listeners.push(listener)
     },
-    tryAcquireInteractive: (accountId) => {
-      if (!hasFreeSlot(accountId)) return false
-      slots.acquireInteractive(accountId)
-      return true
-    },
+    tryAcquireInteractive,
+    awaitInteractiveRoom: (accountId) =>
+      awaitInteractiveRoom(accountId).pipe(Effect.timeout(INTERACTIVE_WAIT), Effect.ignore, Effect.withClock(wallClock)),
     releaseInteractive: (accountId) => {
       if (slots.releaseInteractive(accountId)) notify()
     },
@@ -134,13 +175,15 @@ export class Admission extends Context.Tag("Actors/Admission")<Admission, Admiss
     release: () => undefined,
     onChange: () => undefined,
     tryAcquireInteractive: () => true,
+    awaitInteractiveRoom: () => Effect.void,
     releaseInteractive: () => undefined,
   })
 
   /**
    * The owner's key, account, daily quota, batch access and concurrent-request slots, checked before
    * every row. A batch whose key or account is no longer valid is failed (once, by whichever check
-   * sees it first: a row's, or a change to the account or key); the others wait for a change.
+   * sees it first: a row's, or a change to the account or key); the others wait for a change. The
+   * account's slots are shared with the other instances through LoadSharing.
    */
   static readonly live = Layer.scoped(Admission, makeLive).pipe(Layer.provide(OwnerReads.layer))
 }

@@ -20,6 +20,9 @@ export interface NewBatch {
   readonly completionWindowMs: number
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requests: ReadonlyArray<{ readonly custom_id: string; readonly model: string; readonly body: unknown }>
+  /** Chosen by the caller when it must name the batch before it is stored (an idempotency claim). */
+  readonly batchId?: string
+  readonly rerunOf?: string
 }
 
 export interface Written {
@@ -116,6 +119,8 @@ const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>
 
 const isClosedOrFinal = (state: BatchState) => isClosed(state) || isFinal(state.status)
 
+export const newBatchId = () => `batch_${randomUUID().replaceAll("-", "")}`
+
 export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
 
 const encoder = new TextEncoder()
@@ -137,6 +142,7 @@ const createdEvent = (batch: NewBatch, batchId: string, now: number): Extract<Ba
   metadata: batch.metadata === null ? null : { ...batch.metadata },
   total: batch.requests.length,
   models: [...new Set(batch.requests.map((r) => r.model))],
+  ...(batch.rerunOf === undefined ? {} : { rerun_of: batch.rerunOf }),
 })
 
 /** Row commands are the lease owner's; the others are the batch's lifecycle, decided on the log's batch. */
@@ -355,7 +361,7 @@ export const Live = Layer.effect(
       let rows: NewBatch | undefined = batch
       return Effect.gen(function* () {
         const now = yield* clock.currentTimeMillis
-        const batchId = `batch_${randomUUID().replaceAll("-", "")}`
+        const batchId = rows!.batchId ?? newBatchId()
         const created = createdEvent(rows!, batchId, now)
         const events = yield* Either.match(decideCreate(created, initialState(batchId)), {
           onLeft: (e) => Effect.die(e),

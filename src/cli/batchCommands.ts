@@ -1,7 +1,7 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { type Batch, resultLineFromEvent, WaitTimeoutError } from "../sdk/index.js"
+import { type Batch, type RerunOptions, resultLineFromEvent, WaitTimeoutError } from "../sdk/index.js"
 import { apiClient, READ_RETRIES } from "./clients.js"
 import { group, leaf } from "./commandTree.js"
 import { CliFailure, ExitCode, fail, sdk } from "./failure.js"
@@ -25,6 +25,8 @@ const view = (b: Batch): ProgressView => ({
   total: b.request_counts.total,
   completed: b.request_counts.completed,
   failed: b.request_counts.failed,
+  estimatedCompletionAt: b.estimated_completion_at ?? null,
+  rowsAhead: b.rows_ahead ?? null,
 })
 
 const rows = (n: number) => `${n} ${n === 1 ? "row" : "rows"}`
@@ -58,17 +60,31 @@ const submit = leaf(
         Options.withDescription("Accepted and ignored, as the API ignores a sent completion_window: the server sets it"),
         Options.optional,
       ),
+      dryRun: Options.boolean("dry-run").pipe(
+        Options.withDescription("Validate and estimate (tokens, cost, rows ahead, ETA) without creating anything; prints each estimate's JSON"),
+      ),
     },
-    ({ inputFile, model, metadata, window }) =>
+    ({ inputFile, model, metadata, window, dryRun }) =>
       Effect.gen(function* () {
         const client = yield* apiClient()
-        const batches = yield* sdk(() =>
-          client.submitBatches({
-            inputFile,
-            ...Option.match(model, { onNone: () => ({}), onSome: (m) => ({ model: m }) }),
-            ...(metadata === undefined ? {} : { metadata }),
-          }),
-        )
+        const input = {
+          inputFile,
+          ...Option.match(model, { onNone: () => ({}), onSome: (m: string) => ({ model: m }) }),
+          ...(metadata === undefined ? {} : { metadata }),
+        }
+        if (dryRun) {
+          const estimates = yield* sdk(() => client.estimateBatches(input))
+          for (const e of estimates) {
+            yield* out(JSON.stringify(e))
+            const eta = e.estimated_completion_at === null ? "no rate measured yet" : new Date(e.estimated_completion_at * 1000).toISOString()
+            yield* note(
+              `Would submit ${rows(e.request_counts.total)}: $${e.cost_usd_min}–$${e.cost_usd_max} (${e.tokens} tokens), done by ${eta}` +
+                `${e.fits.unfinished_batches ? "" : "; refused now: too many unfinished batches"}${e.fits.daily_quota ? "" : "; may exceed today's quota"}`,
+            )
+          }
+          return
+        }
+        const batches = yield* sdk(() => client.submitBatches(input))
         for (const b of batches) {
           yield* out(b.id)
           yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)}`)
@@ -218,7 +234,40 @@ const remove = leaf(
   ),
 )
 
-const commands = [submit, wait, downloadResults, stream, list, get, cancel, remove]
+const commaList = (name: string, description: string) =>
+  Options.text(name).pipe(
+    Options.withDescription(description),
+    Options.optional,
+    Options.map(Option.map((text) => text.split(",").map((part) => part.trim()).filter((part) => part !== ""))),
+  )
+
+const rerun = leaf(
+  "Run again, as a new batch, the rows of a final batch that did not complete; prints the new batch id",
+  Command.make(
+    "rerun",
+    {
+      batchId,
+      status: commaList("status", "Rows in these statuses, comma-separated (default failed,expired,cancelled; completed too)"),
+      errorCode: commaList("error-code", "Only rows whose error has one of these codes, comma-separated, e.g. timeout"),
+      metadata: metadataOption,
+    },
+    ({ batchId, status, errorCode, metadata }) =>
+      Effect.gen(function* () {
+        const client = yield* apiClient()
+        const b = yield* sdk(() =>
+          client.rerun(batchId, {
+            ...Option.match(status, { onNone: () => ({}), onSome: (s) => ({ statuses: s as RerunOptions["statuses"] & object }) }),
+            ...Option.match(errorCode, { onNone: () => ({}), onSome: (c) => ({ errorCodes: c }) }),
+            ...(metadata === undefined ? {} : { metadata }),
+          }),
+        )
+        yield* out(b.id)
+        yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)} of ${batchId} again`)
+      }),
+  ),
+)
+
+const commands = [submit, wait, downloadResults, stream, list, get, cancel, remove, rerun]
 const batch = group("batch", "Submit, watch and collect batches", commands.map((c) => c.node))
 
 export const batchNode = batch.node
@@ -232,5 +281,6 @@ export const batchCommand = batch.own.pipe(
     get.command,
     cancel.command,
     remove.command,
+    rerun.command,
   ]),
 )

@@ -13,6 +13,8 @@ export interface HttpSettingsShape {
    * projections to reach the log's head, so that it shows what another instance's call just wrote.
    */
   readonly freshReads?: boolean
+  /** The port this instance serves: a webhook URL that comes back to it is refused. */
+  readonly port?: number
 }
 
 export class HttpSettings extends Context.Tag("Http/Settings")<HttpSettings, HttpSettingsShape>() {}

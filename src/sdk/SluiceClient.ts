@@ -1,4 +1,6 @@
 import { Either } from "effect"
+import { randomUUID } from "node:crypto"
+import type { BatchEstimate as BatchEstimateSchema } from "../domain/api/BatchEstimate.js"
 import {
   type BatchDeleted,
   type BatchList,
@@ -19,6 +21,7 @@ import { checkResultsFolder, saveJsonl, type Written, writeJsonl } from "./jsonl
 import { sleep, Transport } from "./transport.js"
 
 export type Batch = BatchObject
+export type BatchEstimate = typeof BatchEstimateSchema.Type
 
 export const defaultBaseUrl = "http://127.0.0.1:8080/v1"
 
@@ -39,6 +42,15 @@ export interface SluiceClientOptions {
   readonly onRetry?: OnRetry
   /** The most rows and bytes of one create call; default the server's own limits. */
   readonly batchLimits?: Partial<SplitLimits>
+}
+
+export interface RerunOptions {
+  /** Rows in these statuses run again; default failed, expired and cancelled. */
+  readonly statuses?: ReadonlyArray<"completed" | "failed" | "expired" | "cancelled">
+  /** Only rows whose error has one of these codes. */
+  readonly errorCodes?: ReadonlyArray<string>
+  /** The new batch's metadata; default the original's. */
+  readonly metadata?: Record<string, string>
 }
 
 export interface WaitOptions {
@@ -110,6 +122,30 @@ export class SluiceClient {
       }
     }
     return created
+  }
+
+  /**
+   * What submitting the rows as one batch would cost and when it would finish
+   * (`POST /v1/batches/estimate`): validated as a create, stored nowhere.
+   */
+  async estimate(input: BatchInput): Promise<BatchEstimate> {
+    const parts = await this.parts(input)
+    const [only] = parts
+    if (only === undefined || parts.length > 1) {
+      throw new BatchInputError(`The rows need ${parts.length} batches; use estimateBatches to estimate each of them`)
+    }
+    return this.estimateOne(only, input.metadata)
+  }
+
+  /** `estimate` for each batch `submitBatches` would create, in order. */
+  async estimateBatches(input: BatchInput): Promise<ReadonlyArray<BatchEstimate>> {
+    const estimates: Array<BatchEstimate> = []
+    for (const part of await this.parts(input)) estimates.push(await this.estimateOne(part, input.metadata))
+    return estimates
+  }
+
+  private estimateOne(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<BatchEstimate> {
+    return this.transport.json<BatchEstimate>("POST", "/batches/estimate", { body: createBody(rows, metadata), mode: "idempotent" })
   }
 
   getBatch(id: string): Promise<Batch> {
@@ -198,7 +234,25 @@ export class SluiceClient {
     return split.right
   }
 
+  /**
+   * A new batch of the rows of a final batch that did not complete (`POST /v1/batches/{id}/rerun`):
+   * by default those failed, expired or cancelled, with the same custom_ids, bodies and order.
+   */
+  rerun(id: string, options: RerunOptions = {}): Promise<Batch> {
+    const body = {
+      ...(options.statuses === undefined ? {} : { statuses: options.statuses }),
+      ...(options.errorCodes === undefined ? {} : { error_codes: options.errorCodes }),
+      ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+    }
+    return this.transport.json<Batch>("POST", `${batchPath(id)}/rerun`, { body, mode: "create" })
+  }
+
+  /** Every create carries a fresh Idempotency-Key, so its retries, even after a reset, store one batch. */
   private create(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<Batch> {
-    return this.transport.json<Batch>("POST", "/batches", { body: createBody(rows, metadata), mode: "create" })
+    return this.transport.json<Batch>("POST", "/batches", {
+      body: createBody(rows, metadata),
+      headers: { "idempotency-key": randomUUID() },
+      mode: "keyed",
+    })
   }
 }
