@@ -161,7 +161,10 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     fc.assert(
       fc.asyncProperty(fc.nat({ max: full.length - 1 }), fc.boolean(), async (k, viaQuery) => {
         const response = await open(batchId, viaQuery ? { query: full[k]!.id } : { lastEventId: full[k]!.id })
-        expect((await readEvents(response)).events).toEqual(full.slice(k + 1))
+        // The events of one lane window share its id: resuming after it goes on after the whole window.
+        let next = k + 1
+        while (next < full.length && full[next]!.id === full[k]!.id) next++
+        expect((await readEvents(response)).events).toEqual(full.slice(next))
       }),
       { numRuns: 15, examples: [[full.length - 1, false], [0, true], ...alsoAfter.map((k): [number, boolean] => [k, false])] },
     )

@@ -38,6 +38,8 @@ export interface Sluice {
   output(): string
   /** Ends the process with a signal and waits for it to exit; answers its exit code or signal. */
   stop(signal?: NodeJS.Signals): Promise<number | string | null>
+  /** Sends a signal without waiting for an exit: SIGSTOP pauses the process, SIGCONT resumes it. */
+  signal(signal: NodeJS.Signals): void
   /** Removes the temporary data directory (after stop). */
   cleanup(): void
 }
@@ -140,6 +142,9 @@ const launch = async (options: SluiceOptions, dataDir: string): Promise<Sluice |
     stop: async (signal = "SIGTERM") => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
       return exited
+    },
+    signal: (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     },
     cleanup: () => rmSync(dataDir, { recursive: true, force: true }),
   }

@@ -9,6 +9,8 @@ export interface StoredEvent {
   readonly type: string
   readonly row?: number
   readonly attempt?: number
+  /** A lane window's lease revision, on each of its events. */
+  readonly lease?: number
 }
 
 /**
@@ -18,14 +20,14 @@ export interface StoredEvent {
 const decode = (seq: number, subject: string, data: Uint8Array): Array<StoredEvent> => {
   const type = subject.slice(subject.lastIndexOf(".") + 1)
   if (type === "rows_added" || type === "row_bodies") return [{ seq, subject, type }]
-  let payload: { type?: string; row?: number; attempt?: number; events?: Array<{ type: string; row: number; attempt: number }> }
+  let payload: { type?: string; row?: number; attempt?: number; lease?: number; events?: Array<{ type: string; row: number; attempt: number }> }
   try {
     payload = JSON.parse(Buffer.from(data).toString("utf8"))
   } catch {
     // A part of a chunked window: the part that completes it is decoded whole by the service, not here.
     return []
   }
-  if (payload.type === "lane_window") return (payload.events ?? []).map((e) => ({ seq, subject, type: e.type, row: e.row, attempt: e.attempt }))
+  if (payload.type === "lane_window") return (payload.events ?? []).map((e) => ({ seq, subject, type: e.type, row: e.row, attempt: e.attempt, lease: payload.lease! }))
   return [{ seq, subject, type, ...(payload.row === undefined ? {} : { row: payload.row, attempt: payload.attempt }) }]
 }
 
