@@ -11,6 +11,7 @@ import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
 import * as Timers from "./actors/Timers.js"
+import * as WebhookDeliverer from "./actors/WebhookDeliverer.js"
 import { catalogLayer } from "./config/catalogLayer.js"
 import type { SluiceConfig } from "./config/Config.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
@@ -69,7 +70,10 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live), onActorClock(ActorClock.layer)).pipe(
     Layer.provideMerge(core),
   )
-  const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
+  const actors = Layer.merge(
+    onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })),
+    onActorClock(WebhookDeliverer.layer),
+  ).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
     Layer.provideMerge(
       Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live)).pipe(Layer.provide(loadSharingLayer(config))),
@@ -83,6 +87,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     readyMaxLagSeconds: config.readyMaxLagSeconds,
+    port: config.port,
   })
   const bootstrap = Layer.effectDiscard(
     Effect.gen(function* () {

@@ -17,22 +17,26 @@ const CONCURRENCY = 3
 const INSTANCES = 2
 const ROWS_PER_BATCH = 16
 const MODEL = "shared-model"
+const AFTER_MODEL = "after-restart-model"
 const WAY_MODEL = "way-model"
 const WAY_SLOTS = 4
 
 describe("an account's concurrent-request slots hold over several instances", () => {
   let nats: NatsServer
   let sim: Simulator
+  let afterSim: Simulator
   let waySim: Simulator
   const sluices: Array<Sluice> = []
 
   beforeAll(async () => {
     nats = await startNatsServer()
     sim = await startSimulator({ models: [MODEL], latencyMs: 120 })
-    // The model's own slots are wider than the account's, on each instance: only the account's bind here.
+    afterSim = await startSimulator({ models: [AFTER_MODEL], latencyMs: 120 })
     waySim = await startSimulator({ models: [WAY_MODEL] })
+    // The shared models' own slots are wider than the account's, on each instance: only the account's bind there.
     const models = [
       { id: MODEL, upstream_url: sim.url, batch_concurrency: 8 },
+      { id: AFTER_MODEL, upstream_url: afterSim.url, batch_concurrency: 8 },
       { id: WAY_MODEL, upstream_url: waySim.url, batch_concurrency: WAY_SLOTS, timeout_ms: 60_000 },
     ]
     for (let i = 0; i < INSTANCES; i++) {
@@ -45,11 +49,17 @@ describe("an account's concurrent-request slots hold over several instances", ()
       s.cleanup()
     }
     await sim?.close()
+    await afterSim?.close()
     await waySim?.close()
     await nats?.stop()
   })
 
-  it(`batch rows and interactive requests through ${INSTANCES} instances keep the account within concurrency + (instances - 1) * ${UNACKED_GROWTH}`, async () => {
+  /**
+   * A fresh account with `concurrency` CONCURRENCY sends a batch through each instance and keeps two
+   * interactive requests going through each until both batches are final, all on `model`, whose
+   * simulator only this account uses; answers the simulator's count of requests in flight at most.
+   */
+  const shareOneAccount = async (model: string, upstream: Simulator) => {
     const admin = client(sluices[0]!.url)
     const account = `acct-${Math.random().toString(36).slice(2, 10)}`
     expect((await admin.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal", concurrency: CONCURRENCY })).status).toBe(200)
@@ -57,16 +67,12 @@ describe("an account's concurrent-request slots hold over several instances", ()
     expect(key.status).toBe(200)
     const apis = sluices.map((s) => client(s.url, key.body.key as string))
     for (const api of apis) {
-      const deadline = Date.now() + 20_000
-      while ((await api.call("GET", "/v1/batches")).status !== 200) {
-        if (Date.now() > deadline) throw new Error("the key did not reach every instance")
-        await new Promise((r) => setTimeout(r, 50))
-      }
+      await waitFor("the key reaches every instance", async () => (await api.call("GET", "/v1/batches")).status === 200)
     }
 
     const batches = await Promise.all(
       apis.map(async (api, i) => {
-        const requests = Array.from({ length: ROWS_PER_BATCH }, (_, row) => chatRow(`i${i}-r${row}`, `instance ${i} row ${row}`, MODEL))
+        const requests = Array.from({ length: ROWS_PER_BATCH }, (_, row) => chatRow(`i${i}-r${row}`, `instance ${i} row ${row}`, model))
         const created = await api.call("POST", "/v1/batches", { requests })
         expect(created.status, created.text).toBe(200)
         return created.body.id as string
@@ -79,7 +85,7 @@ describe("an account's concurrent-request slots hold over several instances", ()
       [0, 1].map(async (lane) => {
         for (let n = 0; !batchesDone; n++) {
           const answer = await api.call("POST", "/v1/chat/completions", {
-            model: MODEL,
+            model,
             messages: [{ role: "user", content: `interactive ${i}.${lane}.${n}` }],
           })
           answered[i]!.set(answer.status, (answered[i]!.get(answer.status) ?? 0) + 1)
@@ -101,11 +107,26 @@ describe("an account's concurrent-request slots hold over several instances", ()
       expect([...statuses.keys()].every((s) => s === 200 || s === 429), `instance ${i}: ${JSON.stringify([...statuses])}`).toBe(true)
       expect(statuses.get(200) ?? 0, `instance ${i} served interactive requests`).toBeGreaterThan(0)
     }
-    const stats = sim.stats()
+    const stats = upstream.stats()
     expect(stats.received).toBeGreaterThanOrEqual(INSTANCES * ROWS_PER_BATCH)
-    expect(stats.maxInFlight).toBeLessThanOrEqual(CONCURRENCY + (INSTANCES - 1) * UNACKED_GROWTH)
+    return stats.maxInFlight
+  }
+
+  it(`batch rows and interactive requests through ${INSTANCES} instances keep the account within concurrency + (instances - 1) * ${UNACKED_GROWTH}`, async () => {
+    const most = await shareOneAccount(MODEL, sim)
+    expect(most).toBeLessThanOrEqual(CONCURRENCY + (INSTANCES - 1) * UNACKED_GROWTH)
     // The account did use its slots: the bound was not met by running less.
-    expect(stats.maxInFlight).toBeGreaterThanOrEqual(CONCURRENCY)
+    expect(most).toBeGreaterThanOrEqual(CONCURRENCY)
+  }, 180_000)
+
+  it("after a restart of nats-server the instances share the account's slots again", async () => {
+    await nats.restart()
+    for (const s of sluices) {
+      await waitFor("every instance is ready again", async () => (await fetch(`${s.url}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 60_000 })
+    }
+    const most = await shareOneAccount(AFTER_MODEL, afterSim)
+    expect(most).toBeLessThanOrEqual(CONCURRENCY + (INSTANCES - 1) * UNACKED_GROWTH)
+    expect(most).toBeGreaterThanOrEqual(CONCURRENCY)
   }, 180_000)
 
   it("a model's batch rows give way to interactive requests in flight on the other instance", async () => {

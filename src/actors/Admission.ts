@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import { Clock, Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import { batchesToFail } from "../domain/account/batchesToFail.js"
 import { verdict } from "../domain/account/ownerVerdict.js"
 import { nextUtcMidnight } from "../domain/account/utcDay.js"
@@ -39,6 +39,9 @@ export interface AdmissionShape {
 
 /** Report rounds an interactive request waits for the others to read this instance's requests, at most. */
 const INTERACTIVE_ROUNDS = 20
+/** ... and wall-clock time: the wait is for other processes, not a rule of the actors' clock. */
+const INTERACTIVE_WAIT = Duration.seconds(1)
+const wallClock = Clock.make()
 
 const makeLive = Effect.gen(function* () {
   const reads = yield* OwnerReads
@@ -54,7 +57,10 @@ const makeLive = Effect.gen(function* () {
     for (const listener of listeners) listener()
   }
 
-  const slots = makeAccountSlots(sharing.setAccount)
+  // Only the counts of accounts with a limit are worth telling the others (a count back to 0 always is).
+  const slots = makeAccountSlots((accountId, inUse) => {
+    if (inUse === 0 || owners.account(accountId)?.concurrency != null) sharing.setAccount(accountId, inUse)
+  })
   const failures = makeBatchFailures(writer, fork, notify)
   /** Fails every open batch of the account whose key or account is no longer valid. */
   const sweep = (accountId: string) => {
@@ -127,7 +133,10 @@ const makeLive = Effect.gen(function* () {
   yield* Queue.take(changes).pipe(
     Effect.map((changed) => {
       owners.invalidate(changed)
-      for (const id of changed.settings) sweep(id)
+      for (const id of changed.settings) {
+        sweep(id)
+        if (owners.account(id)?.concurrency != null) sharing.setAccount(id, slots.inUse(id))
+      }
       if (changed.settings.size > 0) notify()
     }),
     Effect.forever,
@@ -150,7 +159,8 @@ const makeLive = Effect.gen(function* () {
       listeners.push(listener)
     },
     tryAcquireInteractive,
-    awaitInteractiveRoom: (accountId) => awaitInteractiveRoom(accountId),
+    awaitInteractiveRoom: (accountId) =>
+      awaitInteractiveRoom(accountId).pipe(Effect.timeout(INTERACTIVE_WAIT), Effect.ignore, Effect.withClock(wallClock)),
     releaseInteractive: (accountId) => {
       if (slots.releaseInteractive(accountId)) notify()
     },

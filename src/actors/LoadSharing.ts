@@ -20,7 +20,7 @@ export interface LoadSharingShape {
   readonly setInteractive: (modelId: string, inFlight: number) => void
   /** Calls `listener` after reports of the others were read; `models` are those whose interactive count moved. */
   readonly onReports: (listener: (models: ReadonlySet<string>) => void) => void
-  /** Completes after the next reports are read, or after a few seconds without any. */
+  /** Completes after the next reports are read, or after a short while without any. */
   readonly nextReports: Effect.Effect<void>
 }
 

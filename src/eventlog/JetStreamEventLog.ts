@@ -151,7 +151,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       (p) => Effect.sync(() => p.close()),
     )
     yield* Effect.tryPromise({
-      try: () => ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>"])]),
+      try: () => ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>"])]),
       catch: unavailable(`cannot create stream ${stream}`),
     })
     const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })

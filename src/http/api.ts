@@ -14,6 +14,8 @@ import {
   RevokedKey,
   UpdateAccountPayload,
 } from "../domain/api/index.js"
+import { BatchEstimate } from "../domain/api/BatchEstimate.js"
+import { WebhookEventName } from "../domain/webhook/events.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
@@ -125,6 +127,22 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       .addError(PayloadTooLarge)
       .annotateContext(documentedBody(CreateBatchPayload)),
   )
+  .add(
+    HttpApiEndpoint.post("estimate", "/v1/batches/estimate")
+      .addSuccess(BatchEstimate)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(PayloadTooLarge)
+      .annotateContext(documentedBody(CreateBatchPayload))
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "Takes exactly a create's body and validates it as a create does (the same errors), stores nothing, and answers " +
+            "each model's prompt tokens, completion budget, cost range, rows ahead and estimated completion, and whether a create " +
+            "would fit the unfinished-batch limit and the daily quota. An addition to the contract.",
+        }),
+      ),
+  )
   .add(HttpApiEndpoint.get("list", "/v1/batches").setUrlParams(PageParams).addSuccess(BatchList).addError(BadRequest))
   .add(
     HttpApiEndpoint.get("retrieve", "/v1/batches/:batch_id")
@@ -209,6 +227,66 @@ export const AdminGroup = HttpApiGroup.make("admin")
   .addError(NotFound)
   .addError(PayloadTooLarge)
   .addError(Unavailable)
+
+const WebhookId = Schema.Struct({ id: Schema.String })
+const WebhookPayload = Schema.Struct({
+  url: Schema.String.annotations({ description: "An http(s) URL; one that resolves to this instance is refused" }),
+  events: Schema.optional(Schema.Array(WebhookEventName)).annotations({ description: "Default: all four" }),
+}).annotations({ identifier: "WebhookPayload" })
+const WebhookObject = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("webhook"),
+  account_id: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(WebhookEventName),
+  created_at: Schema.Int,
+}).annotations({ identifier: "Webhook" })
+const CreatedWebhook = Schema.Struct({
+  ...WebhookObject.fields,
+  secret: Schema.String.annotations({ description: "The Standard Webhooks signing secret (whsec_…), shown in this answer only" }),
+}).annotations({ identifier: "CreatedWebhook" })
+const WebhookDelivery = Schema.Struct({
+  id: Schema.String.annotations({ description: "The webhook-id every attempt of this delivery carries" }),
+  object: Schema.Literal("webhook.delivery"),
+  batch_id: Schema.String,
+  event: WebhookEventName,
+  status: Schema.Literal("pending", "delivered", "failed"),
+  attempts: Schema.NonNegativeInt,
+  created_at: Schema.Int,
+  last_attempt_at: Schema.NullOr(Schema.Int),
+  last_status: Schema.NullOr(Schema.Int),
+  last_error: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.NullOr(Schema.Int),
+}).annotations({ identifier: "WebhookDelivery" })
+
+/** Signed webhooks for an account's batch events, through the admin API. */
+export const WebhooksGroup = HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("createWebhook", "/admin/v1/accounts/:id/webhooks")
+      .setPath(WebhookId)
+      .addSuccess(CreatedWebhook)
+      .annotateContext(documentedBody(WebhookPayload)),
+  )
+  .add(
+    HttpApiEndpoint.get("listWebhooks", "/admin/v1/accounts/:id/webhooks")
+      .setPath(WebhookId)
+      .addSuccess(Schema.Struct({ object: Schema.Literal("list"), data: Schema.Array(WebhookObject) })),
+  )
+  .add(
+    HttpApiEndpoint.del("deleteWebhook", "/admin/v1/webhooks/:id")
+      .setPath(WebhookId)
+      .addSuccess(Schema.Struct({ id: Schema.String, object: Schema.Literal("webhook.deleted"), deleted: Schema.Literal(true) })),
+  )
+  .add(
+    HttpApiEndpoint.get("webhookDeliveries", "/admin/v1/webhooks/:id/deliveries")
+      .setPath(WebhookId)
+      .addSuccess(Schema.Struct({ object: Schema.Literal("list"), data: Schema.Array(WebhookDelivery) })),
+  )
+  .addError(BadRequest)
+  .addError(Unauthorized)
+  .addError(NotFound)
+  .addError(Unavailable)
+  .annotateContext(OpenApi.annotations({ title: "admin" }))
 
 const ChatMessage = Schema.Struct(
   { role: Schema.String, content: Schema.optional(Schema.Unknown) },
@@ -324,6 +402,7 @@ const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string
   models: [{ apiKey: [] }],
   admin: [{ adminToken: [] }],
   adminModels: [{ adminToken: [] }],
+  webhooks: [{ adminToken: [] }],
 }
 
 /** Servers, the bearer schemes and which operations need them, and the request bodies' schemas. */
@@ -356,6 +435,7 @@ export const SluiceApi = HttpApi.make("sluice")
   .add(ModelsGroup)
   .add(AdminGroup)
   .add(AdminModelsGroup)
+  .add(WebhooksGroup)
   .add(ChatGroup)
   .add(OperationsGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

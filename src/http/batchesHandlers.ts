@@ -6,7 +6,10 @@ import { Dispatcher } from "../actors/Dispatcher.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
-import { batchReads, toBatchObject } from "../projections/batchReads.js"
+import { type BatchRow, batchReads, toBatchObject } from "../projections/batchReads.js"
+import { makeEtas } from "./eta.js"
+import { estimateBatch } from "./estimate.js"
+import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
@@ -65,7 +68,10 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       const row = batches.ofAccount(accountId, batchId)
       return row === undefined ? Effect.fail(gone(accountId, batchId)) : Effect.succeed(row)
     }
-    const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
+    const etas = makeEtas(db, projector)
+    const now = () => Effect.runSync(writer.now)
+    const shown = (row: BatchRow) => toBatchObject(row, etas.ofBatch(row, now()))
+    const current = (batchId: string) => shown(batches.one(batchId)!)
     /** The batch's own read model as of an instant, from its events alone; 404 before it was created. */
     const asOf = <A>(row: { id: string; created_at: number }, seconds: number, read: (scratch: ReadModel["Type"]) => A) =>
       Effect.scoped(
@@ -93,6 +99,19 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           const key = yield* idempotencyKeyHeader
           return yield* creation.create(caller, key, isAvailable(caller.account.models))
         }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
+      )
+      .handleRaw("estimate", () =>
+        respondJson(Effect.gen(function* () {
+          const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* reachable
+          const input = yield* readJsonBody()
+          const batch = yield* Either.match(validateCreateBatch(input, { isAvailable: isAvailable(caller.account.models) }), {
+            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+            onRight: Effect.succeed,
+          })
+          const deps = { catalog, etas, batches, db, maxUnfinished: settings.maxUnfinishedBatches }
+          return yield* estimateBatch(deps, caller, batch, yield* writer.now)
+        })),
       )
       .handleRaw("rerun", ({ path }) =>
         creation.answer(Effect.gen(function* () {
@@ -128,7 +147,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           yield* reachable
           const seconds = yield* parseAsOf(urlParams.as_of)
           const row = yield* owned(caller.account.id, path.batch_id)
-          if (seconds === undefined) return toBatchObject(row)
+          if (seconds === undefined) return shown(row)
+          // A past instant's object: its queue position and estimate then are not known.
           return yield* asOf(row, seconds, (scratch) => toBatchObject(batchReads(scratch).one(row.id)!))
         })),
       )
@@ -146,7 +166,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           }
           const rows = batches.page(caller.account.id, limit, afterSeq)
           const hasMore = rows.length > limit
-          const data = rows.slice(0, limit).map(toBatchObject)
+          const data = rows.slice(0, limit).map(shown)
           return {
             object: "list" as const,
             data,

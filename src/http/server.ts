@@ -12,6 +12,7 @@ import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
 import { AsyncApiPage } from "./asyncApiPage.js"
 import { ModelsLive } from "./modelsHandlers.js"
+import { WebhooksLive } from "./webhooksHandlers.js"
 import { observed } from "./observe.js"
 import { OperationsLive } from "./operationsHandlers.js"
 import { routeTemplates } from "./routeTemplate.js"
@@ -54,6 +55,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive),
   Layer.provide(AdminLive),
   Layer.provide(AdminModelsLive),
+  Layer.provide(WebhooksLive),
   Layer.provide(ModelsLive),
   Layer.provide(OperationsLive),
   Layer.provide(ChatLive.pipe(Layer.provide(InteractiveAccounting.fromAdmission))),

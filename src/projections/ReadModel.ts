@@ -1,5 +1,6 @@
 import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
+import { webhookTables } from "./webhooks.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
@@ -125,6 +126,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.pragma("cache_size = -4000")
           migrate(db)
           db.exec(schema)
+          db.exec(webhookTables)
           addColumns(db)
           return db
         }),

@@ -36,7 +36,10 @@ export interface BatchRow {
 }
 
 /** The batch object exactly as the API shows it: file fields and `errors` are always null. */
-export const toBatchObject = (row: BatchRow): BatchObject => ({
+export const toBatchObject = (
+  row: BatchRow,
+  eta: { readonly rows_ahead: number | null; readonly estimated_completion_at: number | null } = { rows_ahead: null, estimated_completion_at: null },
+): BatchObject => ({
   id: row.id,
   object: "batch",
   endpoint: "/v1/chat/completions",
@@ -61,6 +64,8 @@ export const toBatchObject = (row: BatchRow): BatchObject => ({
   cost_usd: Math.round(row.cost_usd * 1e6) / 1e6,
   error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
   rerun_of: row.rerun_of,
+  rows_ahead: eta.rows_ahead,
+  estimated_completion_at: eta.estimated_completion_at,
 })
 
 /** What a batch's timers go by: its completion window while unfinished, its finishing time (seconds) once final. */

@@ -29,6 +29,8 @@ const batch = (id: string): Batch => ({
   cost_usd: 0,
   error: null,
   rerun_of: null,
+  rows_ahead: 0,
+  estimated_completion_at: null,
 })
 
 const oneRow = { requests: [{ custom_id: "a", body: { model: "m", messages: [{ role: "user", content: "hi" }] } }] }

@@ -19,7 +19,11 @@ import { LoadSharing, type LoadSharingShape } from "../LoadSharing.js"
 /** A report not renewed for this long is dropped: a stopped instance's requests stop counting then. */
 export const LOAD_TTL_MS = 10_000
 const RENEW_MS = LOAD_TTL_MS / 4
+const COALESCE_MS = 2
+/** How long `nextReports` waits for a report before it gives up. */
+const ROUND_WAIT_MS = 250
 const STREAM = "SLUICE_LOAD"
+const LOG_STREAM = "SLUICE"
 const SUBJECTS = "sluice.load.>"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -59,12 +63,15 @@ const make = (url: string, instanceId: string) =>
     })
     const js = jetstream(nc)
     const ensureStream = Effect.tryPromise(async () => {
+      // As many replicas as the event log's stream: reports that vanish with one node would stop every limited account.
+      const replicas = await jsm.streams.info(LOG_STREAM).then((info) => info.config.num_replicas, () => 1)
       const config = {
         name: STREAM,
         subjects: [SUBJECTS],
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         max_age: 2 * LOAD_TTL_MS * 1_000_000,
+        num_replicas: Math.max(1, replicas),
       }
       await jsm.streams.add(config).catch(async (e: unknown) => {
         // Another instance created it first.
@@ -103,6 +110,8 @@ const make = (url: string, instanceId: string) =>
     yield* Queue.take(dirty).pipe(
       Effect.timeout(RENEW_MS),
       Effect.ignore,
+      // A burst of changes goes out as one report.
+      Effect.zipRight(Effect.sleep(COALESCE_MS)),
       Effect.zipRight(report),
       // The rule fails closed: with no report coming back, limited accounts start nothing here.
       Effect.catchAll(() => Effect.sleep("500 millis")),
@@ -191,7 +200,7 @@ const make = (url: string, instanceId: string) =>
       setAccount: (accountId, n) => set(accounts, accountId, n),
       setInteractive: (modelId, n) => set(interactive, modelId, n),
       onReports: (listener) => void listeners.push(listener),
-      nextReports: Effect.flatMap(Ref.get(read), Deferred.await).pipe(Effect.timeout(RENEW_MS), Effect.ignore, Effect.withClock(clock)),
+      nextReports: Effect.flatMap(Ref.get(read), Deferred.await).pipe(Effect.timeout(ROUND_WAIT_MS), Effect.ignore, Effect.withClock(clock)),
     } satisfies LoadSharingShape
   })
 
