@@ -40,6 +40,8 @@ export interface Batch {
   readonly cost_usd?: number
   readonly request_counts: { readonly total: number; readonly completed: number; readonly failed: number }
   readonly metadata: Record<string, string> | null
+  readonly rows_ahead?: number | null
+  readonly estimated_completion_at?: number | null
 }
 
 export interface Page<T> {

@@ -34,7 +34,15 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
         ["Completed", String(completed)],
         ["Failed", String(failed)],
         ["Rows/s", rate.toFixed(1)],
-        ["ETA", finalStatuses.has(batch.status) ? "done" : eta(total - done, rate)],
+        [
+          "ETA",
+          finalStatuses.has(batch.status)
+            ? "done"
+            : batch.estimated_completion_at != null
+              ? eta(Math.max(0, batch.estimated_completion_at - Date.now() / 1000), 1)
+              : eta(total - done, rate),
+        ],
+        ["Rows ahead", finalStatuses.has(batch.status) ? "—" : String(batch.rows_ahead ?? "—")],
         ["Cost", usd(batch.cost_usd ?? 0)],
         ["Created", when(batch.created_at)],
       ].map(([label, value]) => h("div", {}, String(label), h("b", {}, value as Node | string))),

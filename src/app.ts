@@ -5,10 +5,13 @@ import * as Accounts from "./actors/Accounts.js"
 import { ActorClock } from "./actors/ActorClock.js"
 import { Admission } from "./actors/Admission.js"
 import { ModelLoad } from "./actors/ModelLoad.js"
+import { LoadSharing } from "./actors/LoadSharing.js"
+import { natsLoadSharing } from "./actors/admission/natsLoadSharing.js"
 import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
 import * as Timers from "./actors/Timers.js"
+import * as WebhookDeliverer from "./actors/WebhookDeliverer.js"
 import { catalogLayer } from "./config/catalogLayer.js"
 import * as DataDirLock from "./dataDirLock.js"
 import type { SluiceConfig } from "./config/Config.js"
@@ -30,6 +33,13 @@ export const eventLogLayer = (config: SluiceConfig) =>
   Option.match(natsDeployment(config), {
     onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite") }),
     onSome: (nats) => JetStreamEventLog.layer(nats),
+  })
+
+/** Instances on one NATS log share their accounts' slots and models' interactive load; the embedded log has one instance. */
+export const loadSharingLayer = (config: SluiceConfig) =>
+  Option.match(config.natsUrl, {
+    onNone: () => LoadSharing.alone,
+    onSome: (url) => natsLoadSharing(url, config.instanceId),
   })
 
 /** One read model per log backend: its offsets are positions in that log only. */
@@ -64,9 +74,14 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live), onActorClock(ActorClock.layer)).pipe(
     Layer.provideMerge(core),
   )
-  const actors = onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })).pipe(
+  const actors = Layer.merge(
+    onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })),
+    onActorClock(WebhookDeliverer.layer),
+  ).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live)),
-    Layer.provideMerge(Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live))),
+    Layer.provideMerge(
+      Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live)).pipe(Layer.provide(loadSharingLayer(config))),
+    ),
     Layer.provideMerge(writers),
     Layer.provideMerge(catalogLayer(config.modelsPath)),
   )
@@ -76,6 +91,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     readyMaxLagSeconds: config.readyMaxLagSeconds,
+    port: config.port,
   })
   const bootstrap = Layer.effectDiscard(
     Effect.gen(function* () {

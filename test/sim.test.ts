@@ -83,6 +83,25 @@ describe("simulated model server: answers", () => {
     })
   })
 
+  it("POST /tokenize counts a chat request's prompt tokens as its completion's usage does, and a plain prompt's", async () => {
+    const messages = [
+      { role: "system", content: "You are terse." },
+      { role: "user", content: [{ type: "text", text: "What is 2+2, and why?" }] },
+    ]
+    const root = h.sim.url.replace(/\/v1$/, "")
+    const tokenize = (body: unknown) => fetch(`${root}/tokenize`, { method: "POST", body: JSON.stringify(body) })
+    const counted = await tokenize({ model: MODEL, messages })
+    expect(counted.status).toBe(200)
+    const answer = await json(counted)
+    const usage = (await json(await post(h.sim, { model: MODEL, messages }))).usage
+    expect(answer.count).toBe(usage.prompt_tokens)
+    expect(answer.tokens).toHaveLength(answer.count)
+    expect(answer.max_model_len).toBeGreaterThan(0)
+    expect((await json(await tokenize({ model: MODEL, prompt: "12345678" }))).count).toBe(2)
+    expect((await tokenize({ model: "no-such-model", messages })).status).toBe(404)
+    expect((await tokenize({ model: MODEL })).status).toBe(400)
+  })
+
   it("quotes at most 80 characters of the last user message and counts array content parts", async () => {
     const long = "x".repeat(200)
     const res = await post(h.sim, {

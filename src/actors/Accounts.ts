@@ -3,6 +3,7 @@ import { createHash, randomBytes } from "node:crypto"
 import { type AccountEvent, accountSubject } from "../domain/account/events.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
+import { type AccountRow, accountReads } from "../projections/accountReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
 
 export interface Account {
@@ -49,31 +50,18 @@ export class Accounts extends Context.Tag("Actors/Accounts")<Accounts, AccountsS
 export const sha256 = (secret: string) => createHash("sha256").update(secret).digest("hex")
 const encoder = new TextEncoder()
 
-interface AccountRow {
-  id: string
-  tier: "internal" | "standard"
-  status: "active" | "suspended" | "deleted"
-  daily_quota_usd: number | null
-  concurrency: number | null
-  models: string | null
-}
 const toAccount = (row: AccountRow): Account => ({ ...row, models: row.models === null ? null : JSON.parse(row.models) })
 
 export const Live = Layer.effect(
   Accounts,
   Effect.gen(function* () {
-    const db = yield* ReadModel
+    const reads = accountReads(yield* ReadModel)
     const log = yield* EventLog
     const projector = yield* Projector
     // Captured at construction: key expiry follows the clock the service was built with, whoever calls it.
     const clock = yield* Effect.clock
-    const s = {
-      account: db.prepare(`SELECT id, tier, status, daily_quota_usd, concurrency, models FROM accounts WHERE id = ?`),
-      key: db.prepare(`SELECT id, account_id, expires_at, revoked_at FROM api_keys WHERE key_sha256 = ?`),
-      keyById: db.prepare(`SELECT id, account_id FROM api_keys WHERE id = ?`),
-    }
     const get = (id: string) => {
-      const row = s.account.get(id) as AccountRow | undefined
+      const row = reads.account(id)
       return row === undefined ? undefined : toAccount(row)
     }
     const write = (events: ReadonlyArray<AccountEvent>, msgIds?: ReadonlyArray<string>) =>
@@ -92,9 +80,7 @@ export const Live = Layer.effect(
 
     const authenticate = (secret: string) =>
       Effect.gen(function* () {
-        const key = s.key.get(sha256(secret)) as
-          | { id: string; account_id: string; expires_at: number | null; revoked_at: number | null }
-          | undefined
+        const key = reads.keyBySecret(sha256(secret))
         if (key === undefined) return yield* new Unauthenticated({ message: "Invalid API key" })
         if (key.revoked_at !== null) return yield* new Unauthenticated({ message: "This API key has been revoked" })
         const now = yield* clock.currentTimeMillis
@@ -156,7 +142,7 @@ export const Live = Layer.effect(
 
     const revokeKey = (keyId: string) =>
       Effect.gen(function* () {
-        const key = s.keyById.get(keyId) as { id: string; account_id: string } | undefined
+        const key = reads.key(keyId)
         if (key === undefined) return yield* new AccountNotFound({ message: `Key '${keyId}' not found` })
         yield* write([{ type: "key_revoked", account_id: key.account_id, key_id: keyId, at: yield* clock.currentTimeMillis }])
         return { id: keyId, revoked: true as const }
@@ -177,7 +163,7 @@ export const Live = Layer.effect(
             [`account:${accountId}:created`],
           )
         }
-        if (s.key.get(sha256(secret)) === undefined) {
+        if (reads.keyBySecret(sha256(secret)) === undefined) {
           const keyId = `key_${sha256(secret).slice(0, 16)}`
           yield* addKey(accountId, keyId, secret, null, `key:${keyId}:created`)
         }

@@ -1,11 +1,16 @@
-import { Context, Duration, Effect, Either, Exit, FiberSet, Layer, Queue, Schedule } from "effect"
-import { authorizedAccount, type OwnerError, type OwnerKey, slotsFull, verdict } from "../domain/account/ownerVerdict.js"
-import { DAY_MS, nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
+import { Clock, Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import { batchesToFail } from "../domain/account/batchesToFail.js"
+import { verdict } from "../domain/account/ownerVerdict.js"
+import { nextUtcMidnight } from "../domain/account/utcDay.js"
+import { OwnerReads } from "../projections/ownerReads.js"
 import { Projector } from "../projections/Projector.js"
-import { ReadModel } from "../projections/ReadModel.js"
-import { usedUsd } from "../projections/usageReads.js"
-import { type Account, Accounts } from "./Accounts.js"
+import { Accounts } from "./Accounts.js"
+import { makeAccountSlots } from "./admission/accountSlots.js"
+import { makeBatchFailures } from "./admission/batchFailures.js"
+import { makeKeyExpiryWatch } from "./admission/keyExpiryWatch.js"
+import { makeOwnerCache } from "./admission/ownerCache.js"
 import { BatchWriter } from "./BatchWriter.js"
+import { LoadSharing } from "./LoadSharing.js"
 
 /**
  * Whether a batch row may start now, on behalf of its account: the owner's key and account still
@@ -24,170 +29,96 @@ export interface AdmissionShape {
    * every slot is in use (the request is then answered 429). Each `true` is paired with a release.
    */
   readonly tryAcquireInteractive: (accountId: string) => boolean
+  /**
+   * Waits a moment while the account has a free slot but the other instances have not yet read this
+   * instance's last requests of it (see LoadSharing), so that `tryAcquireInteractive` can take it.
+   */
+  readonly awaitInteractiveRoom: (accountId: string) => Effect.Effect<void>
   readonly releaseInteractive: (accountId: string) => void
 }
 
-interface CachedOwner {
-  readonly account: Account | undefined
-  usage: { readonly day: number; readonly usd: number } | undefined
-  readonly keys: Map<string, OwnerKey | undefined>
-}
+/** Report rounds an interactive request waits for the others to read this instance's requests, at most. */
+const INTERACTIVE_ROUNDS = 20
+/** ... and wall-clock time: the wait is for other processes, not a rule of the actors' clock. */
+const INTERACTIVE_WAIT = Duration.seconds(1)
+const wallClock = Clock.make()
 
-const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
-const CACHE_LIMIT = 100_000
-
-const bump = (counts: Map<string, number>, accountId: string, by: number) => {
-  const n = (counts.get(accountId) ?? 0) + by
-  if (n > 0) counts.set(accountId, n)
-  else counts.delete(accountId)
-}
-
-/**
- * Every row's check reads only memory: accounts, keys and today's usage are cached per account and
- * dropped when the projections report a change to them, so thousands of rows a second run no SQL.
- */
 const makeLive = Effect.gen(function* () {
-  const db = yield* ReadModel
+  const reads = yield* OwnerReads
   const accounts = yield* Accounts
   const writer = yield* BatchWriter
   const projector = yield* Projector
+  const sharing = yield* LoadSharing
   // Captured at construction: expiry and midnight follow the clock the actors were built with.
   const clock = yield* Effect.clock
-  const run = yield* FiberSet.makeRuntime<never, void, never>()
-  const s = {
-    batchKey: db.prepare(`SELECT key_id FROM batches WHERE id = ?`),
-    key: db.prepare(`SELECT revoked_at, expires_at FROM api_keys WHERE id = ?`),
-    unfinished: db.prepare(
-      `SELECT id, key_id FROM batches WHERE account_id = ? AND status IN ('validating', 'in_progress') AND closing IS NULL`,
-    ),
-  }
-  const owners = new Map<string, CachedOwner>()
-  const batchKeys = new Map<string, string>()
-  const running = new Map<string, number>()
-  const interactive = new Map<string, number>()
-  /** Accounts a row was refused for want of a slot since their last release: only their releases wake the actors. */
-  const refusedFull = new Set<string>()
-  /** Batches whose owner lost the right to run them: their failure is being written, or is written. */
-  const failing = new Map<string, "writing" | "written">()
-  const watchedExpiries = new Set<string>()
+  const fork = yield* FiberSet.makeRuntime<never, void, never>()
   const listeners: Array<() => void> = []
   const notify = () => {
     for (const listener of listeners) listener()
   }
 
-  const owner = (accountId: string): CachedOwner => {
-    let cached = owners.get(accountId)
-    if (cached === undefined) {
-      cached = { account: accounts.get(accountId), usage: undefined, keys: new Map() }
-      owners.set(accountId, cached)
-    }
-    return cached
-  }
-  const keyOf = (accountId: string, cached: CachedOwner, keyId: string) => {
-    if (cached.keys.has(keyId)) return cached.keys.get(keyId)
-    const row = s.key.get(keyId) as { revoked_at: number | null; expires_at: number | null } | undefined
-    const key = row === undefined ? undefined : { revoked: row.revoked_at !== null, expires_at: row.expires_at }
-    cached.keys.set(keyId, key)
-    if (key?.expires_at != null) watchExpiry(accountId, keyId, key.expires_at * 1000)
-    return key
-  }
-  const usedToday = (accountId: string, cached: CachedOwner, now: number) => {
-    if (cached.account?.daily_quota_usd == null) return 0
-    const day = utcDay(now)
-    if (cached.usage?.day !== day) cached.usage = { day, usd: usedUsd(db, accountId, day) }
-    return cached.usage.usd
-  }
-  const batchKey = (batchId: string) => {
-    const known = batchKeys.get(batchId)
-    if (known !== undefined) return known
-    const row = s.batchKey.get(batchId) as { key_id: string } | undefined
-    if (row === undefined) return undefined
-    if (batchKeys.size >= CACHE_LIMIT) batchKeys.clear()
-    batchKeys.set(batchId, row.key_id)
-    return row.key_id
-  }
-  const slotsInUse = (accountId: string) => (running.get(accountId) ?? 0) + (interactive.get(accountId) ?? 0)
-  const hasFreeSlot = (accountId: string) => !slotsFull(owner(accountId).account?.concurrency ?? null, slotsInUse(accountId))
-
-  // A forgotten batch is failed again if its rows come by: the decider answers that with no event.
-  const forgetWritten = () => {
-    for (const [id, state] of failing) if (state === "written") failing.delete(id)
-  }
-  const failBatch = (batchId: string, error: OwnerError) => {
-    if (failing.has(batchId)) return
-    if (failing.size >= CACHE_LIMIT) forgetWritten()
-    failing.set(batchId, "writing")
-    run(
-      Effect.gen(function* () {
-        yield* writer.execute(batchId, { type: "Fail", at: yield* writer.now, error }).pipe(
-          Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }),
-          Effect.catchTag("BatchNotFound", () => Effect.void),
-        )
-      }).pipe(
-        Effect.onExit((exit) =>
-          Effect.sync(() => {
-            // Only a failure in the log lets the batch's rows drain; otherwise the next check tries again.
-            if (Exit.isSuccess(exit)) failing.set(batchId, "written")
-            else failing.delete(batchId)
-            notify()
-          }),
-        ),
-        Effect.catchAllCause((cause) => Effect.logError(`batch ${batchId} could not be failed for its owner`, cause)),
-      ),
-    )
-  }
-
-  /** Fails every unfinished batch of the account whose key or account is no longer valid. */
+  // Only the counts of accounts with a limit are worth telling the others (a count back to 0 always is).
+  const slots = makeAccountSlots((accountId, inUse) => {
+    if (inUse === 0 || owners.account(accountId)?.concurrency != null) sharing.setAccount(accountId, inUse)
+  })
+  const failures = makeBatchFailures(writer, fork, notify)
+  /** Fails every open batch of the account whose key or account is no longer valid. */
   const sweep = (accountId: string) => {
-    const now = clock.unsafeCurrentTimeMillis()
-    const cached = owner(accountId)
-    for (const batch of s.unfinished.all(accountId) as Array<{ id: string; key_id: string }>) {
-      const authorized = authorizedAccount(cached.account, keyOf(accountId, cached, batch.key_id), now)
-      if (Either.isLeft(authorized)) failBatch(batch.id, authorized.left)
+    const batches = reads.openBatches(accountId).map((b) => ({ id: b.id, key: owners.key(accountId, b.key_id) }))
+    for (const { id, error } of batchesToFail(owners.account(accountId), batches, clock.unsafeCurrentTimeMillis())) {
+      failures.fail(id, error)
     }
   }
-
-  const sleepUntil = (at: number) =>
-    Effect.gen(function* () {
-      // Timers cap at about 24.8 days, so a far expiry is reached a day at a time.
-      for (let now = yield* clock.currentTimeMillis; now < at; now = yield* clock.currentTimeMillis) {
-        yield* clock.sleep(Duration.millis(Math.min(at - now, DAY_MS)))
-      }
-    })
-  // A batch that nothing else looks at (all its rows waiting, paused or queued behind others) still
-  // fails when its key expires.
-  const watchExpiry = (accountId: string, keyId: string, at: number) => {
-    if (watchedExpiries.has(keyId) || at <= clock.unsafeCurrentTimeMillis()) return
-    watchedExpiries.add(keyId)
-    run(sleepUntil(at).pipe(Effect.andThen(Effect.sync(() => sweep(accountId)))))
+  const watchExpiry = makeKeyExpiryWatch(clock, fork, sweep)
+  const owners = makeOwnerCache(reads, accounts.get, watchExpiry)
+  // The verdict counts this instance's slots; the others' requests are LoadSharing's to count.
+  const hasFreeSlot = (accountId: string) => {
+    const concurrency = owners.account(accountId)?.concurrency ?? null
+    return concurrency === null || sharing.mayTake(accountId, slots.inUse(accountId), concurrency)
   }
+  const tryAcquireInteractive = (accountId: string) => {
+    if (!hasFreeSlot(accountId)) return false
+    slots.acquireInteractive(accountId)
+    return true
+  }
+  const waitsForOthers = (accountId: string) => {
+    const concurrency = owners.account(accountId)?.concurrency ?? null
+    return concurrency !== null && sharing.waitsForOthers(accountId, slots.inUse(accountId), concurrency)
+  }
+  const awaitInteractiveRoom = (accountId: string, rounds = INTERACTIVE_ROUNDS): Effect.Effect<void> =>
+    Effect.suspend(() =>
+      rounds <= 0 || !waitsForOthers(accountId)
+        ? Effect.void
+        : Effect.zipRight(sharing.nextReports, awaitInteractiveRoom(accountId, rounds - 1)),
+    )
 
   const mayStart = (accountId: string, batchId: string) => {
-    const failed = failing.get(batchId)
+    const failed = failures.state(batchId)
     if (failed === "writing") return false
-    const keyId = batchKey(batchId)
+    const keyId = owners.batchKey(batchId)
     // A failed or deleted batch's rows are let through to drain them from their model's queue: the
     // batch's writer starts none of them.
     if (keyId === undefined || failed === "written") return hasFreeSlot(accountId)
     const now = clock.unsafeCurrentTimeMillis()
-    const cached = owner(accountId)
     const decided = verdict(
       {
-        account: cached.account,
-        key: keyOf(accountId, cached, keyId),
-        usedTodayUsd: usedToday(accountId, cached, now),
-        slotsInUse: slotsInUse(accountId),
+        account: owners.account(accountId),
+        key: owners.key(accountId, keyId),
+        usedTodayUsd: owners.usedToday(accountId, now),
+        slotsInUse: slots.inUse(accountId),
       },
       now,
     )
     switch (decided._tag) {
       case "Run":
-        return true
+        if (hasFreeSlot(accountId)) return true
+        slots.refused(accountId)
+        return false
       case "FailBatch":
-        failBatch(batchId, decided.error)
+        failures.fail(batchId, decided.error)
         return false
       case "Full":
-        refusedFull.add(accountId)
+        slots.refused(accountId)
         return false
       case "Pause":
       case "Wait":
@@ -195,56 +126,43 @@ const makeLive = Effect.gen(function* () {
     }
   }
 
-  const freed = (accountId: string) => {
-    if (refusedFull.delete(accountId)) notify()
-  }
-
+  sharing.onReports(() => {
+    if (slots.forgetRefused()) notify()
+  })
   const changes = yield* projector.accountChanges
-  yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.gen(function* () {
-        const { settings, usage } = yield* Queue.take(changes)
-        for (const id of usage) {
-          const cached = owners.get(id)
-          if (cached !== undefined) cached.usage = undefined
-        }
-        for (const id of settings) {
-          owners.delete(id)
-          sweep(id)
-        }
-        if (settings.size > 0) notify()
-      }),
-    ),
+  yield* Queue.take(changes).pipe(
+    Effect.map((changed) => {
+      owners.invalidate(changed)
+      for (const id of changed.settings) {
+        sweep(id)
+        if (owners.account(id)?.concurrency != null) sharing.setAccount(id, slots.inUse(id))
+      }
+      if (changed.settings.size > 0) notify()
+    }),
+    Effect.forever,
+    Effect.forkScoped,
   )
   // A used-up quota renews at 00:00 UTC: the paused rows are looked at again then.
-  yield* Effect.forkScoped(
-    Effect.forever(
-      Effect.gen(function* () {
-        const now = yield* clock.currentTimeMillis
-        yield* clock.sleep(Duration.millis(nextUtcMidnight(now) - now))
-        notify()
-      }),
-    ),
-  )
+  yield* Effect.gen(function* () {
+    const now = yield* clock.currentTimeMillis
+    yield* clock.sleep(Duration.millis(nextUtcMidnight(now) - now))
+    notify()
+  }).pipe(Effect.forever, Effect.forkScoped)
 
   return {
     mayStart,
-    acquire: (accountId) => bump(running, accountId, 1),
+    acquire: slots.acquire,
     release: (accountId) => {
-      bump(running, accountId, -1)
-      freed(accountId)
+      if (slots.release(accountId)) notify()
     },
     onChange: (listener) => {
       listeners.push(listener)
     },
-    tryAcquireInteractive: (accountId) => {
-      if (!hasFreeSlot(accountId)) return false
-      bump(interactive, accountId, 1)
-      return true
-    },
+    tryAcquireInteractive,
+    awaitInteractiveRoom: (accountId) =>
+      awaitInteractiveRoom(accountId).pipe(Effect.timeout(INTERACTIVE_WAIT), Effect.ignore, Effect.withClock(wallClock)),
     releaseInteractive: (accountId) => {
-      bump(interactive, accountId, -1)
-      freed(accountId)
+      if (slots.releaseInteractive(accountId)) notify()
     },
   } satisfies AdmissionShape
 })
@@ -257,13 +175,15 @@ export class Admission extends Context.Tag("Actors/Admission")<Admission, Admiss
     release: () => undefined,
     onChange: () => undefined,
     tryAcquireInteractive: () => true,
+    awaitInteractiveRoom: () => Effect.void,
     releaseInteractive: () => undefined,
   })
 
   /**
    * The owner's key, account, daily quota, batch access and concurrent-request slots, checked before
    * every row. A batch whose key or account is no longer valid is failed (once, by whichever check
-   * sees it first: a row's, or a change to the account or key); the others wait for a change.
+   * sees it first: a row's, or a change to the account or key); the others wait for a change. The
+   * account's slots are shared with the other instances through LoadSharing.
    */
-  static readonly live = Layer.scoped(Admission, makeLive)
+  static readonly live = Layer.scoped(Admission, makeLive).pipe(Layer.provide(OwnerReads.layer))
 }

@@ -18,6 +18,9 @@ export interface NewBatch {
   readonly completionWindowMs: number
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requests: ReadonlyArray<{ readonly custom_id: string; readonly model: string; readonly body: unknown }>
+  /** Chosen by the caller when it must name the batch before it is stored (an idempotency claim). */
+  readonly batchId?: string
+  readonly rerunOf?: string
 }
 
 export interface Written {
@@ -84,6 +87,8 @@ const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>
         }),
   )
 
+export const newBatchId = () => `batch_${randomUUID().replaceAll("-", "")}`
+
 export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
 
 const encoder = new TextEncoder()
@@ -106,6 +111,7 @@ const createMessages = (batch: NewBatch, batchId: string, now: number) => {
     metadata: batch.metadata === null ? null : { ...batch.metadata },
     total: batch.requests.length,
     models: [...new Set(batch.requests.map((r) => r.model))],
+    ...(batch.rerunOf === undefined ? {} : { rerun_of: batch.rerunOf }),
   }
   // The rows go first so that a reader never sees a created batch without its rows.
   const rows = rowsMessages(batchId, batch.requests)
@@ -217,7 +223,7 @@ export const Live = Layer.effect(
       let rows: NewBatch | undefined = batch
       return Effect.gen(function* () {
         const now = yield* clock.currentTimeMillis
-        const batchId = `batch_${randomUUID().replaceAll("-", "")}`
+        const batchId = rows!.batchId ?? newBatchId()
         const { created, rows: rowMessages, messages } = createMessages(rows!, batchId, now)
         rows = undefined
         // A crash before the rows are appended leaves bodies that no batch names: never read, purged by nobody.

@@ -10,6 +10,7 @@ import {
   queuePushesBack,
 } from "../domain/scheduling/batchSlots.js"
 import { waitingRequests } from "../domain/upstream/waitingRequests.js"
+import { LoadSharing } from "./LoadSharing.js"
 
 /**
  * How many batch rows a model may run right now: its `batch_concurrency`, fewer while interactive
@@ -19,6 +20,7 @@ export interface ModelLoadShape {
   readonly batchSlots: (model: ModelEntry) => number
   /** The model's concurrency after pushback, before interactive requests take their slots. */
   readonly concurrency: (model: ModelEntry) => number
+  /** The model's interactive requests in flight on this instance. */
   readonly interactiveInFlight: (model: ModelEntry) => number
   /** The outcome of one batch attempt, so pushback (429/503) can shrink the model's slots. */
   readonly observe: (model: ModelEntry, status: number | undefined) => void
@@ -66,6 +68,8 @@ const live = Layer.scopedContext(
     // The actors' clock: pushback and recovery follow the time rows are scheduled by.
     const clock = yield* Effect.clock
     const run = yield* FiberSet.makeRuntime<never>()
+    // The model's owner gives way to the interactive requests of every instance.
+    const sharing = yield* LoadSharing
     const lanes = new Map<string, Lane>()
     const listeners: Array<() => void> = []
     const notify = () => {
@@ -81,7 +85,12 @@ const live = Layer.scopedContext(
       return found
     }
     const concurrency = (l: Lane) => concurrencyAt(l.pushback, l.model.batchConcurrency, clock.unsafeCurrentTimeMillis())
-    const slots = (l: Lane) => batchSlots(concurrency(l), l.interactive)
+    const slots = (l: Lane) => batchSlots(concurrency(l), l.interactive + sharing.interactiveElsewhere(l.model.id))
+    sharing.onReports((models) => {
+      if (![...models].some((id) => lanes.has(id))) return
+      notifyFewer()
+      notify()
+    })
 
     // Slots come back with time alone, so someone must tell the waiting workers: a tick runs while any model recovers.
     let recovering = false
@@ -151,6 +160,7 @@ const live = Layer.scopedContext(
         const l = lane(model)
         const before = slots(l)
         l.interactive++
+        sharing.setInteractive(model.id, l.interactive)
         if (slots(l) < before) notifyFewer()
         let ended = false
         return () => {
@@ -158,6 +168,7 @@ const live = Layer.scopedContext(
           ended = true
           const before = slots(l)
           l.interactive--
+          sharing.setInteractive(model.id, l.interactive)
           // Every model's workers listen: only a change that frees a batch slot wakes them.
           if (slots(l) > before) notify()
         }
@@ -185,6 +196,7 @@ export class ModelLoad extends Context.Tag("Actors/ModelLoad")<ModelLoad, ModelL
    * Slots that give way: each interactive request in flight on a model takes one of its batch slots,
    * and pushback from its upstream (429/503 answers, or a vLLM waiting queue as long as its
    * `batch_concurrency`) halves them, one slot coming back per calm second. Never fewer than one.
+   * Interactive requests on the other instances count too, as LoadSharing reports them.
    * Build it on the actors' clock.
    */
   static readonly live = live

@@ -8,6 +8,8 @@ import { Admission } from "./Admission.js"
  * successful answer toward its daily quota.
  */
 export interface InteractiveAccountingShape {
+  /** Waits a moment if a slot of the account is about to be free to take here (another instance has yet to read this one's requests). */
+  readonly awaitRoom: (accountId: string) => Effect.Effect<void>
   /** Takes one of the account's concurrent-request slots; false when none is free, and the request is answered 429. */
   readonly tryAcquire: (accountId: string) => boolean
   /** Gives back the slot `tryAcquire` took, once the answer has ended (completed, failed or abandoned). */
@@ -22,6 +24,7 @@ export class InteractiveAccounting extends Context.Tag("Actors/InteractiveAccoun
 >() {
   /** No slots and no quota: every request may run, and nothing is counted. */
   static readonly none = Layer.succeed(InteractiveAccounting, {
+    awaitRoom: () => Effect.void,
     tryAcquire: () => true,
     release: () => undefined,
     record: () => Effect.void,
@@ -34,6 +37,7 @@ export class InteractiveAccounting extends Context.Tag("Actors/InteractiveAccoun
       const admission = yield* Admission
       const accounts = yield* Accounts
       return {
+        awaitRoom: admission.awaitInteractiveRoom,
         tryAcquire: admission.tryAcquireInteractive,
         release: admission.releaseInteractive,
         // The answer has been given by now: a cost the log cannot take is reported, not turned into an error.

@@ -1,7 +1,7 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { type Batch, resultLineFromEvent, WaitTimeoutError } from "../sdk/index.js"
+import { type Batch, type RerunOptions, resultLineFromEvent, WaitTimeoutError } from "../sdk/index.js"
 import { apiClient, READ_RETRIES } from "./clients.js"
 import { group, leaf } from "./commandTree.js"
 import { CliFailure, ExitCode, fail, sdk } from "./failure.js"
@@ -25,6 +25,8 @@ const view = (b: Batch): ProgressView => ({
   total: b.request_counts.total,
   completed: b.request_counts.completed,
   failed: b.request_counts.failed,
+  estimatedCompletionAt: b.estimated_completion_at ?? null,
+  rowsAhead: b.rows_ahead ?? null,
 })
 
 const rows = (n: number) => `${n} ${n === 1 ? "row" : "rows"}`
@@ -218,7 +220,40 @@ const remove = leaf(
   ),
 )
 
-const commands = [submit, wait, downloadResults, stream, list, get, cancel, remove]
+const commaList = (name: string, description: string) =>
+  Options.text(name).pipe(
+    Options.withDescription(description),
+    Options.optional,
+    Options.map(Option.map((text) => text.split(",").map((part) => part.trim()).filter((part) => part !== ""))),
+  )
+
+const rerun = leaf(
+  "Run again, as a new batch, the rows of a final batch that did not complete; prints the new batch id",
+  Command.make(
+    "rerun",
+    {
+      batchId,
+      status: commaList("status", "Rows in these statuses, comma-separated (default failed,expired,cancelled; completed too)"),
+      errorCode: commaList("error-code", "Only rows whose error has one of these codes, comma-separated, e.g. timeout"),
+      metadata: metadataOption,
+    },
+    ({ batchId, status, errorCode, metadata }) =>
+      Effect.gen(function* () {
+        const client = yield* apiClient()
+        const b = yield* sdk(() =>
+          client.rerun(batchId, {
+            ...Option.match(status, { onNone: () => ({}), onSome: (s) => ({ statuses: s as RerunOptions["statuses"] & object }) }),
+            ...Option.match(errorCode, { onNone: () => ({}), onSome: (c) => ({ errorCodes: c }) }),
+            ...(metadata === undefined ? {} : { metadata }),
+          }),
+        )
+        yield* out(b.id)
+        yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)} of ${batchId} again`)
+      }),
+  ),
+)
+
+const commands = [submit, wait, downloadResults, stream, list, get, cancel, remove, rerun]
 const batch = group("batch", "Submit, watch and collect batches", commands.map((c) => c.node))
 
 export const batchNode = batch.node
@@ -232,5 +267,6 @@ export const batchCommand = batch.own.pipe(
     get.command,
     cancel.command,
     remove.command,
+    rerun.command,
   ]),
 )

@@ -6,6 +6,9 @@ export interface ProgressView {
   readonly total: number
   readonly completed: number
   readonly failed: number
+  /** The server's estimate (Unix seconds), preferred to the rate seen between polls when it has one. */
+  readonly estimatedCompletionAt?: number | null
+  readonly rowsAhead?: number | null
 }
 
 export interface Sample {
@@ -39,7 +42,10 @@ export const progressText = (view: ProgressView, first: Sample, latest: Sample):
   const parts = [`${done}/${view.total} done`, `${view.failed} failed`]
   if (rate !== undefined) parts.push(`${rate.toFixed(1)} rows/s`)
   // A final batch has nothing left to wait for, whatever its counts say.
-  if (!FinalBatchStatuses.has(view.status) && eta !== undefined) parts.push(`ETA ${duration(eta)}`)
+  const serverEta = view.estimatedCompletionAt == null ? undefined : Math.max(0, view.estimatedCompletionAt - latest.atMs / 1000)
+  const left = serverEta ?? eta
+  if (!FinalBatchStatuses.has(view.status) && left !== undefined) parts.push(`ETA ${duration(left)}`)
+  if (!FinalBatchStatuses.has(view.status) && view.rowsAhead != null && view.rowsAhead > 0) parts.push(`${view.rowsAhead} rows ahead`)
   return parts.join(", ")
 }
 

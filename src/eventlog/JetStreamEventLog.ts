@@ -187,7 +187,8 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       (p) => Effect.sync(() => p.close()),
     )
     yield* Effect.tryPromise({
-      try: () => ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>"])], options.replicas ?? 1),
+      try: () =>
+        ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>"])], options.replicas ?? 1),
       catch: unavailable(`cannot create stream ${stream}`),
     })
     const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })

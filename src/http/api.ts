@@ -14,7 +14,11 @@ import {
   RevokedKey,
   UpdateAccountPayload,
 } from "../domain/api/index.js"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
+import { BatchEstimate } from "../domain/api/BatchEstimate.js"
+import { WebhookEventName } from "../domain/webhook/events.js"
+import { BatchMetadata } from "../domain/api/BatchObject.js"
+import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
+import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
 /** Query values stay strings here: the handlers answer a bad one with the API's own 400 envelope. */
@@ -23,8 +27,16 @@ const PageParams = Schema.Struct({
   after: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
 })
 
+const AsOf = Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))).annotations({
+  description:
+    "A Unix time in seconds: the answer as it was at the end of that second, computed from the batch's events alone " +
+    "(404 before the batch was created) (an addition to the contract)",
+})
+const AsOfParams = Schema.Struct({ as_of: AsOf })
+
 const ResultsParams = Schema.Struct({
   ...PageParams.fields,
+  as_of: AsOf,
   status: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))).annotations({
     description: "Only rows in this status: queued, running, completed, failed, cancelled or expired (an addition to the contract)",
   }),
@@ -66,11 +78,11 @@ const BatchEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }
 const bodyDefinitions: Record<string, JSONSchema.JsonSchema7> = {}
 
 /** Bodies are read and validated by the handlers (size limit, seed messages); this only documents them. */
-const documentedBody = (schema: Schema.Schema.Any) =>
+const documentedBody = (schema: Schema.Schema.Any, required = true) =>
   OpenApi.annotations({
     override: {
       requestBody: {
-        required: true,
+        required,
         content: {
           "application/json": {
             schema: JSONSchema.fromAST(schema.ast, {
@@ -84,17 +96,61 @@ const documentedBody = (schema: Schema.Schema.Any) =>
     },
   })
 
+const RerunPayload = Schema.Struct({
+  statuses: Schema.optional(Schema.Array(Schema.Literal(...RerunnableStatuses))).annotations({
+    description: "Rows in these statuses are run again (default: failed, expired, cancelled)",
+  }),
+  error_codes: Schema.optional(Schema.Array(Schema.String)).annotations({
+    description: "Only rows whose error has one of these codes, e.g. timeout",
+  }),
+  metadata: Schema.optional(Schema.NullOr(BatchMetadata)).annotations({ description: "The new batch's metadata (default: the original's)" }),
+}).annotations({ identifier: "RerunPayload" })
+
+const CreateHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String).annotations({
+    description:
+      "The IETF httpapi draft's Idempotency-Key: the same key with the same body from the same account within 24 hours answers " +
+      "the original batch again (with `Idempotent-Replayed: true`) and creates nothing; with another body it answers 422, and " +
+      "while the first request is still being stored, 409. An addition to the contract.",
+  }),
+})
+
 export const BatchesGroup = HttpApiGroup.make("batches")
   .add(
     HttpApiEndpoint.post("create", "/v1/batches")
+      .setHeaders(CreateHeaders)
       .addSuccess(BatchObject)
       .addError(BadRequest)
       .addError(Forbidden)
+      .addError(Conflict)
+      .addError(Unprocessable)
       .addError(PayloadTooLarge)
       .annotateContext(documentedBody(CreateBatchPayload)),
   )
+  .add(
+    HttpApiEndpoint.post("estimate", "/v1/batches/estimate")
+      .addSuccess(BatchEstimate)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(PayloadTooLarge)
+      .annotateContext(documentedBody(CreateBatchPayload))
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "Takes exactly a create's body and validates it as a create does (the same errors), stores nothing, and answers " +
+            "each model's prompt tokens, completion budget, cost range, rows ahead and estimated completion, and whether a create " +
+            "would fit the unfinished-batch limit and the daily quota. An addition to the contract.",
+        }),
+      ),
+  )
   .add(HttpApiEndpoint.get("list", "/v1/batches").setUrlParams(PageParams).addSuccess(BatchList).addError(BadRequest))
-  .add(HttpApiEndpoint.get("retrieve", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchObject))
+  .add(
+    HttpApiEndpoint.get("retrieve", "/v1/batches/:batch_id")
+      .setPath(BatchPath)
+      .setUrlParams(AsOfParams)
+      .addSuccess(BatchObject)
+      .addError(BadRequest),
+  )
   .add(
     HttpApiEndpoint.get("results", "/v1/batches/:batch_id/results")
       .setPath(BatchPath)
@@ -117,6 +173,23 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       .addError(BadRequest),
   )
   .add(HttpApiEndpoint.post("cancel", "/v1/batches/:batch_id/cancel").setPath(BatchPath).addSuccess(BatchObject))
+  .add(
+    HttpApiEndpoint.post("rerun", "/v1/batches/:batch_id/rerun")
+      .setPath(BatchPath)
+      .addSuccess(BatchObject)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(Conflict)
+      .annotateContext(documentedBody(RerunPayload, false))
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "A new batch of exactly those rows of a final batch with the given statuses (default failed, expired, cancelled) " +
+            "and, if given, error codes: the same custom_ids, bodies and submission order, its `rerun_of` naming the original. " +
+            "409 while the batch is not final; 400 when the filter selects no row. An addition to the contract.",
+        }),
+      ),
+  )
   .add(
     HttpApiEndpoint.del("delete", "/v1/batches/:batch_id").setPath(BatchPath).addSuccess(BatchDeleted).addError(Conflict),
   )
@@ -154,6 +227,66 @@ export const AdminGroup = HttpApiGroup.make("admin")
   .addError(NotFound)
   .addError(PayloadTooLarge)
   .addError(Unavailable)
+
+const WebhookId = Schema.Struct({ id: Schema.String })
+const WebhookPayload = Schema.Struct({
+  url: Schema.String.annotations({ description: "An http(s) URL; one that resolves to this instance is refused" }),
+  events: Schema.optional(Schema.Array(WebhookEventName)).annotations({ description: "Default: all four" }),
+}).annotations({ identifier: "WebhookPayload" })
+const WebhookObject = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("webhook"),
+  account_id: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(WebhookEventName),
+  created_at: Schema.Int,
+}).annotations({ identifier: "Webhook" })
+const CreatedWebhook = Schema.Struct({
+  ...WebhookObject.fields,
+  secret: Schema.String.annotations({ description: "The Standard Webhooks signing secret (whsec_…), shown in this answer only" }),
+}).annotations({ identifier: "CreatedWebhook" })
+const WebhookDelivery = Schema.Struct({
+  id: Schema.String.annotations({ description: "The webhook-id every attempt of this delivery carries" }),
+  object: Schema.Literal("webhook.delivery"),
+  batch_id: Schema.String,
+  event: WebhookEventName,
+  status: Schema.Literal("pending", "delivered", "failed"),
+  attempts: Schema.NonNegativeInt,
+  created_at: Schema.Int,
+  last_attempt_at: Schema.NullOr(Schema.Int),
+  last_status: Schema.NullOr(Schema.Int),
+  last_error: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.NullOr(Schema.Int),
+}).annotations({ identifier: "WebhookDelivery" })
+
+/** Signed webhooks for an account's batch events, through the admin API. */
+export const WebhooksGroup = HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("createWebhook", "/admin/v1/accounts/:id/webhooks")
+      .setPath(WebhookId)
+      .addSuccess(CreatedWebhook)
+      .annotateContext(documentedBody(WebhookPayload)),
+  )
+  .add(
+    HttpApiEndpoint.get("listWebhooks", "/admin/v1/accounts/:id/webhooks")
+      .setPath(WebhookId)
+      .addSuccess(Schema.Struct({ object: Schema.Literal("list"), data: Schema.Array(WebhookObject) })),
+  )
+  .add(
+    HttpApiEndpoint.del("deleteWebhook", "/admin/v1/webhooks/:id")
+      .setPath(WebhookId)
+      .addSuccess(Schema.Struct({ id: Schema.String, object: Schema.Literal("webhook.deleted"), deleted: Schema.Literal(true) })),
+  )
+  .add(
+    HttpApiEndpoint.get("webhookDeliveries", "/admin/v1/webhooks/:id/deliveries")
+      .setPath(WebhookId)
+      .addSuccess(Schema.Struct({ object: Schema.Literal("list"), data: Schema.Array(WebhookDelivery) })),
+  )
+  .addError(BadRequest)
+  .addError(Unauthorized)
+  .addError(NotFound)
+  .addError(Unavailable)
+  .annotateContext(OpenApi.annotations({ title: "admin" }))
 
 const ChatMessage = Schema.Struct(
   { role: Schema.String, content: Schema.optional(Schema.Unknown) },
@@ -269,6 +402,7 @@ const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string
   models: [{ apiKey: [] }],
   admin: [{ adminToken: [] }],
   adminModels: [{ adminToken: [] }],
+  webhooks: [{ adminToken: [] }],
 }
 
 /** Servers, the bearer schemes and which operations need them, and the request bodies' schemas. */
@@ -301,6 +435,7 @@ export const SluiceApi = HttpApi.make("sluice")
   .add(ModelsGroup)
   .add(AdminGroup)
   .add(AdminModelsGroup)
+  .add(WebhooksGroup)
   .add(ChatGroup)
   .add(OperationsGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

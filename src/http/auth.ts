@@ -53,6 +53,8 @@ export const authenticate = Effect.gen(function* () {
   return caller
 })
 
+export type Caller = Effect.Effect.Success<typeof authenticate>
+
 export const requireBatchAccess = <A extends { readonly account: { readonly tier: string } }>(caller: A) =>
   caller.account.tier === "internal"
     ? Effect.succeed(caller)

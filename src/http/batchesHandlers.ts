@@ -4,21 +4,28 @@ import { BatchWriter } from "../actors/BatchWriter.js"
 import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
-import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
-import { batchReads, toBatchObject } from "../projections/batchReads.js"
+import { type BatchRow, batchReads, toBatchObject } from "../projections/batchReads.js"
+import { makeEtas } from "./eta.js"
+import { estimateBatch } from "./estimate.js"
+import { validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
 import { tombstoneReads } from "../projections/tombstoneReads.js"
+import { makeIdempotencyKeys } from "../actors/idempotencyKeys.js"
+import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
+import { isRerun, nothingToRerun, parseRerunRequest } from "../domain/batch/rerunRequest.js"
+import { batchCreation, idempotencyKeyHeader } from "./batchCreation.js"
 import { SluiceApi } from "./api.js"
 import { authenticate, requireBatchAccess } from "./auth.js"
 import { readJsonBody } from "./body.js"
 import { badRequest, batchDeleted, batchInferenceUnavailable, batchNotFound, conflict, notFound, statusOf } from "./errors.js"
 import { batchEventsResponse, requestedCursor } from "./eventsStream.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
-import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "./pageParams.js"
+import { parseAfter, parseAsOf, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "./pageParams.js"
+import { batchAsOf } from "../projections/asOf.js"
 import { makeBodyCache } from "../actors/bodyCache.js"
 import { type ApiError, respondJson, respondJsonText } from "./respond.js"
 import { Metrics } from "../metrics/Metrics.js"
@@ -61,66 +68,88 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       const row = batches.ofAccount(accountId, batchId)
       return row === undefined ? Effect.fail(gone(accountId, batchId)) : Effect.succeed(row)
     }
-    const current = (batchId: string) => toBatchObject(batches.one(batchId)!)
-
-    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, writer.now)
-
-    // The parsed body and its rows are handed over once, to the writer, and not kept while the
-    // projections apply them: a 32 MiB batch is well over 100 MB of objects.
-    const validBatch = (allowed: ReadonlyArray<string> | null) =>
-      Effect.flatMap(readJsonBody(), (input) =>
-        Either.match(
-          validateCreateBatch(input, {
-            isAvailable: (model) => catalog.has(model) && (allowed === null || allowed.includes(model)),
-          }),
-          {
-            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-            onRight: ({ metadata, requests }) => {
-              let rows: typeof requests | undefined = requests
-              const take = () => {
-                const taken = rows ?? []
-                rows = undefined
-                return taken
-              }
-              return Effect.succeed({ metadata, take })
-            },
-          },
+    const etas = makeEtas(db, projector)
+    const now = () => Effect.runSync(writer.now)
+    const shown = (row: BatchRow) => toBatchObject(row, etas.ofBatch(row, now()))
+    const current = (batchId: string) => shown(batches.one(batchId)!)
+    /** The batch's own read model as of an instant, from its events alone; 404 before it was created. */
+    const asOf = <A>(row: { id: string; created_at: number }, seconds: number, read: (scratch: ReadModel["Type"]) => A) =>
+      Effect.scoped(
+        Effect.flatMap(batchAsOf(log, row.id, seconds).pipe(Effect.mapError(logDown)), (scratch) =>
+          batchReads(scratch).one(row.id) === undefined
+            ? Effect.fail(
+                notFound(`No batch found with id '${row.id}' as of ${seconds}: it was created at ${row.created_at}`, "batch_not_found"),
+              )
+            : Effect.sync(() => read(scratch)),
         ),
       )
 
+    const limit = unfinishedLimit(batches, settings.maxUnfinishedBatches, writer.now)
+
+    const idempotencyKeys = makeIdempotencyKeys(log)
+    const creation = batchCreation({ writer, completionWindowMs: settings.completionWindowMs, projector, dispatcher, limit, keys: idempotencyKeys, logDown, current, owned })
+    const isAvailable = (allowed: ReadonlyArray<string> | null) => (model: string) =>
+      catalog.has(model) && (allowed === null || allowed.includes(model))
+
     return handlers
       .handleRaw("create", () =>
+        creation.answer(Effect.gen(function* () {
+          const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* reachable
+          const key = yield* idempotencyKeyHeader
+          return yield* creation.create(caller, key, isAvailable(caller.account.models))
+        }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
+      )
+      .handleRaw("estimate", () =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
           yield* reachable
-          yield* limit.hasRoom(caller.account.id)
-          const valid = yield* validBatch(caller.account.models)
-          const { batchId, createdAt } = yield* limit.holdingPlace(
-            caller.account.id,
-            Effect.gen(function* () {
-              const { batchId, seq, createdAt } = yield* writer
-                .create({
-                  accountId: caller.account.id,
-                  keyId: caller.keyId,
-                  completionWindowMs: settings.completionWindowMs,
-                  metadata: valid.metadata,
-                  requests: valid.take(),
-                })
-                .pipe(Effect.mapError(logDown))
-              yield* projector.awaitSeq(seq)
-              return { batchId, createdAt }
+          const input = yield* readJsonBody()
+          const batch = yield* Either.match(validateCreateBatch(input, { isAvailable: isAvailable(caller.account.models) }), {
+            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+            onRight: Effect.succeed,
+          })
+          const deps = { catalog, etas, batches, db, maxUnfinished: settings.maxUnfinishedBatches }
+          return yield* estimateBatch(deps, caller, batch, yield* writer.now)
+        })),
+      )
+      .handleRaw("rerun", ({ path }) =>
+        creation.answer(Effect.gen(function* () {
+          const caller = yield* authenticate.pipe(Effect.flatMap(requireBatchAccess))
+          yield* reachable
+          const original = yield* owned(caller.account.id, path.batch_id)
+          const request = yield* Effect.flatMap(readJsonBody(1024 * 1024, { emptyIs: {} }), (input) =>
+            Either.match(parseRerunRequest(input), {
+              onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+              onRight: Effect.succeed,
             }),
           )
-          // Nothing runs during the create call: the rows start in the background.
-          yield* Effect.forkDaemon(dispatcher.enqueueBatch(batchId, createdAt))
-          return current(batchId)
-        }).pipe(Effect.tapError((error) => Effect.sync(() => metrics.createRefused(statusOf(error)))))),
+          if (!FinalBatchStatuses.has(original.status)) {
+            return yield* Effect.fail(
+              conflict(`Batch '${original.id}' is ${original.status}: only a final batch (completed, failed, expired or cancelled) can be rerun`),
+            )
+          }
+          const picked = results.outcomes(original.id).filter((row) => isRerun(request, row))
+          if (picked.length === 0) return yield* Effect.fail(badRequest(nothingToRerun(original.id, request), "statuses"))
+          const requests: Array<unknown> = []
+          for (const row of picked) {
+            const body = yield* requestBodies.take(original.id, row.idx).pipe(Effect.mapError(logDown))
+            if (body === undefined) return yield* Effect.fail(gone(caller.account.id, original.id))
+            requests.push({ custom_id: row.custom_id, method: "POST", url: "/v1/chat/completions", body: JSON.parse(body) })
+          }
+          const metadata = request.metadata === undefined ? (original.metadata === null ? null : JSON.parse(original.metadata)) : request.metadata
+          return yield* creation.rerun(caller, { requests, metadata }, isAvailable(caller.account.models), original.id)
+        })),
       )
-      .handleRaw("retrieve", ({ path }) =>
+      .handleRaw("retrieve", ({ path, urlParams }) =>
         respondJson(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* reachable
-          return toBatchObject(yield* owned(caller.account.id, path.batch_id))
+          const seconds = yield* parseAsOf(urlParams.as_of)
+          const row = yield* owned(caller.account.id, path.batch_id)
+          if (seconds === undefined) return shown(row)
+          // A past instant's object: its queue position and estimate then are not known.
+          return yield* asOf(row, seconds, (scratch) => toBatchObject(batchReads(scratch).one(row.id)!))
         })),
       )
       .handleRaw("list", ({ urlParams }) =>
@@ -137,7 +166,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
           }
           const rows = batches.page(caller.account.id, limit, afterSeq)
           const hasMore = rows.length > limit
-          const data = rows.slice(0, limit).map(toBatchObject)
+          const data = rows.slice(0, limit).map(shown)
           return {
             object: "list" as const,
             data,
@@ -151,7 +180,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
         respondJsonText(Effect.gen(function* () {
           const caller = yield* authenticate
           yield* reachable
-          yield* owned(caller.account.id, path.batch_id)
+          const row = yield* owned(caller.account.id, path.batch_id)
+          const seconds = yield* parseAsOf(urlParams.as_of)
           const limit = yield* parseLimit(urlParams.limit, 1000, 100)
           const after = yield* parseAfter(urlParams.after)
           const status = yield* parseStatusFilter(urlParams.status)
@@ -164,7 +194,8 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
             }
             from = idx + 1
           }
-          return results.pageJson(path.batch_id, from, limit, { status, code })
+          if (seconds === undefined) return results.pageJson(path.batch_id, from, limit, { status, code })
+          return yield* asOf(row, seconds, (scratch) => resultReads(scratch).pageJson(path.batch_id, from, limit, { status, code }))
         })),
       )
       .handleRaw("result", ({ path }) =>

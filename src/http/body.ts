@@ -15,7 +15,10 @@ const tooLarge = (limit: number) =>
  * Reads the body up to `limit` bytes and parses it as JSON. A body declared or found larger than
  * the limit is refused as soon as that is known, without holding more than the limit in memory.
  */
-export const readJsonBody = (limit = MAX_BODY_BYTES, options: { readonly emptyIs?: unknown } = {}) =>
+export const readJsonBody = (
+  limit = MAX_BODY_BYTES,
+  options: { readonly emptyIs?: unknown; readonly read?: (text: string) => void } = {},
+) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(request.headers["content-length"] ?? Number.NaN)
@@ -64,6 +67,7 @@ export const readJsonBody = (limit = MAX_BODY_BYTES, options: { readonly emptyIs
           Effect.fail(error instanceof TooLarge ? tooLarge(limit) : badRequest("The request body could not be read")),
         ),
       )
+    options.read?.(text)
     if (text.length === 0) {
       if ("emptyIs" in options) return options.emptyIs
       return yield* Effect.fail(badRequest("The request body is empty: expected a JSON object"))

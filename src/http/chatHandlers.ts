@@ -102,6 +102,7 @@ export const ChatLive = HttpApiBuilder.group(SluiceApi, "chat", (handlers) =>
 
     const proxy = (caller: Caller, chat: ValidChat, model: ModelEntry) =>
       Effect.gen(function* () {
+        yield* accounting.awaitRoom(caller.account.id)
         if (!accounting.tryAcquire(caller.account.id)) return yield* Effect.fail(noFreeSlot())
         const endLoad = interactive.begin(model)
         let ended = false

@@ -10,6 +10,7 @@ export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(env
 export class Forbidden extends Schema.Class<Forbidden>("Forbidden")(envelope, HttpApiSchema.annotations({ status: 403 })) {}
 export class NotFound extends Schema.Class<NotFound>("NotFound")(envelope, HttpApiSchema.annotations({ status: 404 })) {}
 export class Conflict extends Schema.Class<Conflict>("Conflict")(envelope, HttpApiSchema.annotations({ status: 409 })) {}
+export class Unprocessable extends Schema.Class<Unprocessable>("Unprocessable")(envelope, HttpApiSchema.annotations({ status: 422 })) {}
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(envelope, HttpApiSchema.annotations({ status: 413 })) {}
 export class TooManyRequests extends Schema.Class<TooManyRequests>("TooManyRequests")(envelope, HttpApiSchema.annotations({ status: 429 })) {}
 export class Unavailable extends Schema.Class<Unavailable>("Unavailable")(envelope, HttpApiSchema.annotations({ status: 503 })) {}
@@ -24,6 +25,8 @@ export const unauthorized = (message: string) => new Unauthorized(detail(message
 export const forbidden = (message: string) => new Forbidden(detail(message, "permission_error", null, "forbidden"))
 export const notFound = (message: string, code = "not_found") => new NotFound(detail(message, "invalid_request_error", null, code))
 export const conflict = (message: string) => new Conflict(detail(message, "invalid_request_error", null, "conflict"))
+export const unprocessable = (message: string, param: string | null = null) =>
+  new Unprocessable(detail(message, "invalid_request_error", param, "idempotency_key_reused"))
 export const payloadTooLarge = (message: string) =>
   new PayloadTooLarge(detail(message, "invalid_request_error", null, "payload_too_large"))
 export const tooManyRequests = (message: string, code = "rate_limit_exceeded") =>
@@ -34,7 +37,7 @@ export const quotaExhausted = (message: string) =>
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
 
 /** An error answered as its envelope, with the status annotated on its class. */
-export type Answered = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | PayloadTooLarge | TooManyRequests | Unavailable
+export type Answered = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | Unprocessable | PayloadTooLarge | TooManyRequests | Unavailable
 
 /** An error answered with `Retry-After`: the seconds after which the call may pass (never less than 1). */
 export class RetryLater {

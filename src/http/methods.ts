@@ -8,7 +8,7 @@ interface Route {
 }
 
 /** The pages served beside the API, all GET: exactly these paths, and the console's below its own. */
-const pages = ["/", "/docs", "/openapi.json", "/console"]
+const pages = ["/", "/docs", "/openapi.json", "/asyncapi.json", "/console"]
 const pagesBelow = ["/console"]
 
 /** Every path the API serves, with the methods it takes there, read from the API's own declaration. */

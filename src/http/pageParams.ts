@@ -35,3 +35,11 @@ export const parseErrorCodeFilter = (value: Param) =>
       ? Effect.succeed(text)
       : Effect.fail(badRequest(`'error_code' must be an error code such as timeout, got '${text}'`, "error_code")),
   )
+
+/** `as_of`: a Unix time in whole seconds, no later than a year 9999 could write. */
+export const parseAsOf = (value: Param) =>
+  Effect.flatMap(single("as_of", value), (text) =>
+    text === undefined || /^[0-9]{1,12}$/.test(text)
+      ? Effect.succeed(text === undefined ? undefined : Number(text))
+      : Effect.fail(badRequest(`'as_of' must be a Unix time in whole seconds, such as 1767225600, got '${text}'`, "as_of")),
+  )

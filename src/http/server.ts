@@ -10,7 +10,9 @@ import { ChatLive } from "./chatHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
+import { AsyncApiPage } from "./asyncApiPage.js"
 import { ModelsLive } from "./modelsHandlers.js"
+import { WebhooksLive } from "./webhooksHandlers.js"
 import { observed } from "./observe.js"
 import { OperationsLive } from "./operationsHandlers.js"
 import { routeTemplates } from "./routeTemplate.js"
@@ -53,6 +55,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive),
   Layer.provide(AdminLive),
   Layer.provide(AdminModelsLive),
+  Layer.provide(WebhooksLive),
   Layer.provide(ModelsLive),
   Layer.provide(OperationsLive),
   Layer.provide(ChatLive.pipe(Layer.provide(InteractiveAccounting.fromAdmission))),
@@ -61,7 +64,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
 /** How long requests still open at shutdown may take before their connections are closed. */
 const SHUTDOWN_GRACE_MS = 10_000
 
-const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/console", "/"])
+const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/asyncapi.json", "/console", "/"])
 
 /** Browser clients of other origins, when the operator lists them (SLUICE_CORS_ORIGINS); none by default. */
 const cors = (origins: ReadonlyArray<string>) =>
@@ -103,6 +106,7 @@ export const serverLayer = (options: {
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
         Layer.provide(HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })),
         Layer.provide(ConsolePages),
+        Layer.provide(AsyncApiPage),
         Layer.provide(ApiLive.pipe(Layer.provide(Layer.succeed(EventStreamsClosing, streamsClosing)))),
         Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host })),
       ),

@@ -11,10 +11,14 @@ import { resultsProjection } from "./results.js"
 import { usageProjection } from "./usage.js"
 import { type BatchStatusCounts, makeBatchStatusCounts } from "./batchStatusCounts.js"
 import { Metrics } from "../metrics/Metrics.js"
+import { makeThroughput, type Throughput } from "./throughput.js"
+import { WebhookEvent } from "../domain/webhook/events.js"
+import { webhooksProjection } from "./webhooks.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
+const decodeWebhook = Schema.decodeUnknownSync(WebhookEvent)
 const text = new TextDecoder()
 
 /** The accounts whose rows one applied window changed. */
@@ -45,16 +49,24 @@ export interface ProjectorShape {
    * how far behind the log the projections run, while they are behind.
    */
   readonly appliedDelayMs: () => number
+  /** Each model's measured rate, from the rows its projections saw settle. */
+  readonly throughput: Throughput
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
 
 /** Applies a window of log messages to every projection in one transaction, offsets included. */
-export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, statuses?: BatchStatusCounts) => {
+export const makeApplier = (
+  db: ReadModel["Type"],
+  changed?: AccountChangeSink,
+  statuses?: BatchStatusCounts,
+  settled?: (batchId: string, row: number, at: number) => void,
+) => {
   const batches = batchesProjection(db, statuses)
   const results = resultsProjection(db)
   const accounts = accountsProjection(db)
   const usage = usageProjection(db)
+  const webhooks = webhooksProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
@@ -80,6 +92,7 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, 
         const effect = batch === undefined ? undefined : rowEffect({ status: batch.status, closedAs: batch.closing ?? undefined }, event)
         if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
           batches.applyRow(event, batch, effect)
+          if (effect !== "running" && effect !== "queued") settled?.(event.batch_id, event.row, event.at)
           if (event.type === "row_completed") {
             const charged = usage.apply(event)
             if (charged !== undefined) changed?.usage(charged)
@@ -87,8 +100,11 @@ export const makeApplier = (db: ReadModel["Type"], changed?: AccountChangeSink, 
         }
       } else {
         usage.forget()
+        webhooks.batchEvent(event)
         results.apply(event, batches.apply(event, message.seq), message)
       }
+    } else if (kind === "webhook") {
+      webhooks.apply(decodeWebhook(payload))
     } else if (kind === "account") {
       const event = decodeAccount(payload)
       if (event.type === "usage_recorded") {
@@ -154,7 +170,8 @@ export const Live = Layer.scoped(
     let usage = new Set<string>()
     const statuses = makeBatchStatusCounts(db)
     yield* Effect.flatMap(Metrics, (metrics) => Effect.sync(() => metrics.watchBatches(statuses.snapshot)))
-    const apply = makeApplier(db, { settings: (id) => settings.add(id), usage: (id) => usage.add(id) }, statuses)
+    const throughput = makeThroughput(db)
+    const apply = makeApplier(db, { settings: (id) => settings.add(id), usage: (id) => usage.add(id) }, statuses, throughput.settled)
     let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
     const applied = yield* SubscriptionRef.make(appliedOffset(db))
@@ -188,6 +205,7 @@ export const Live = Layer.scoped(
         ),
       accountChanges: PubSub.subscribe(accountChanges),
       appliedDelayMs: () => appliedDelayMs,
+      throughput,
     }
   }),
 )

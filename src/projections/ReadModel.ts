@@ -1,5 +1,6 @@
 import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
+import { webhookTables } from "./webhooks.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
@@ -25,7 +26,8 @@ CREATE TABLE IF NOT EXISTS batches (
   closing TEXT,
   closing_error TEXT,
   final_written TEXT,
-  created_ms INTEGER NOT NULL
+  created_ms INTEGER NOT NULL,
+  rerun_of TEXT
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, seq);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
@@ -99,6 +101,15 @@ const migrate = (db: Database.Database) => {
   })()
 }
 
+/** Columns added after version 4, each nullable: added in place, since no earlier event fills them. */
+const addedColumns: ReadonlyArray<readonly [table: string, column: string, type: string]> = [["batches", "rerun_of", "TEXT"]]
+const addColumns = (db: Database.Database) => {
+  for (const [table, column, type] of addedColumns) {
+    const has = (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).some((c) => c.name === column)
+    if (!has) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`)
+  }
+}
+
 /** The SQLite file every projection writes and the HTTP layer reads; one connection, used synchronously. */
 export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, Database.Database>() {
   static readonly layer = (path: string) =>
@@ -115,6 +126,8 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.pragma("cache_size = -4000")
           migrate(db)
           db.exec(schema)
+          db.exec(webhookTables)
+          addColumns(db)
           return db
         }),
         (db) => Effect.sync(() => db.close()),

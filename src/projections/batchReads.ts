@@ -32,10 +32,14 @@ export interface BatchRow {
   readonly closing_error: string | null
   readonly final_written: string | null
   readonly created_ms: number
+  readonly rerun_of: string | null
 }
 
 /** The batch object exactly as the API shows it: file fields and `errors` are always null. */
-export const toBatchObject = (row: BatchRow): BatchObject => ({
+export const toBatchObject = (
+  row: BatchRow,
+  eta: { readonly rows_ahead: number | null; readonly estimated_completion_at: number | null } = { rows_ahead: null, estimated_completion_at: null },
+): BatchObject => ({
   id: row.id,
   object: "batch",
   endpoint: "/v1/chat/completions",
@@ -59,6 +63,9 @@ export const toBatchObject = (row: BatchRow): BatchObject => ({
   // Summing float costs row by row leaves binary noise; the API shows micro-dollars.
   cost_usd: Math.round(row.cost_usd * 1e6) / 1e6,
   error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
+  rerun_of: row.rerun_of,
+  rows_ahead: eta.rows_ahead,
+  estimated_completion_at: eta.estimated_completion_at,
 })
 
 /** What a batch's timers go by: its completion window while unfinished, its finishing time (seconds) once final. */

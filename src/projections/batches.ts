@@ -37,8 +37,8 @@ export const batchesProjection = (
 ) => {
   const s = {
     created: db.prepare(
-      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models)
-       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models, rerun_of)
+       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
@@ -144,6 +144,7 @@ export const batchesProjection = (
           event.total,
           event.metadata === null ? null : JSON.stringify(event.metadata),
           JSON.stringify(event.models),
+          event.rerun_of ?? null,
         ))
         return false
       case "rows_added":

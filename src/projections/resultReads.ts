@@ -35,6 +35,14 @@ export interface RowChunk {
   readonly seq: number
 }
 
+export interface RowOutcome {
+  readonly idx: number
+  readonly custom_id: string
+  readonly model: string
+  readonly status: string
+  readonly errorCode: string | null
+}
+
 interface LinesPage {
   readonly n: number
   readonly last: number | null
@@ -74,6 +82,9 @@ export const resultReads = (db: Database.Database) => {
     pending: db.prepare(`SELECT idx, model, status FROM results WHERE batch_id = ? AND status IN ('queued', 'running') ORDER BY idx`),
     rowChunk: db.prepare<[string, number], RowChunk>(
       `SELECT first, type, first_seq AS firstSeq, seq FROM row_chunks WHERE batch_id = ? AND first <= ? ORDER BY first DESC LIMIT 1`,
+    ),
+    outcomes: db.prepare<[string], RowOutcome>(
+      `SELECT idx, custom_id, model, status, json_extract(error, '$.code') AS errorCode FROM results WHERE batch_id = ? ORDER BY idx`,
     ),
     customId: db.prepare<[string, number], string>(`SELECT custom_id FROM results WHERE batch_id = ? AND idx = ?`).pluck(),
     unsettled: db
@@ -134,6 +145,8 @@ export const resultReads = (db: Database.Database) => {
       return { bytes: Buffer.from(lines.text, "utf8"), next }
     },
     customId: (batchId: string, idx: number) => s.customId.get(batchId, idx),
+    /** Every row's status and error code, in submission order: what a rerun picks from. */
+    outcomes: (batchId: string) => s.outcomes.all(batchId),
     /** One result line as JSON text, or undefined when the batch has no such row. */
     lineJson: (batchId: string, idx: number): string | undefined => {
       const row = s.one.get(batchId, idx) as ResultRow | undefined

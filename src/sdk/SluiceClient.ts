@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import { randomUUID } from "node:crypto"
 import {
   type BatchDeleted,
   type BatchList,
@@ -39,6 +40,15 @@ export interface SluiceClientOptions {
   readonly onRetry?: OnRetry
   /** The most rows and bytes of one create call; default the server's own limits. */
   readonly batchLimits?: Partial<SplitLimits>
+}
+
+export interface RerunOptions {
+  /** Rows in these statuses run again; default failed, expired and cancelled. */
+  readonly statuses?: ReadonlyArray<"completed" | "failed" | "expired" | "cancelled">
+  /** Only rows whose error has one of these codes. */
+  readonly errorCodes?: ReadonlyArray<string>
+  /** The new batch's metadata; default the original's. */
+  readonly metadata?: Record<string, string>
 }
 
 export interface WaitOptions {
@@ -198,7 +208,25 @@ export class SluiceClient {
     return split.right
   }
 
+  /**
+   * A new batch of the rows of a final batch that did not complete (`POST /v1/batches/{id}/rerun`):
+   * by default those failed, expired or cancelled, with the same custom_ids, bodies and order.
+   */
+  rerun(id: string, options: RerunOptions = {}): Promise<Batch> {
+    const body = {
+      ...(options.statuses === undefined ? {} : { statuses: options.statuses }),
+      ...(options.errorCodes === undefined ? {} : { error_codes: options.errorCodes }),
+      ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+    }
+    return this.transport.json<Batch>("POST", `${batchPath(id)}/rerun`, { body, mode: "create" })
+  }
+
+  /** Every create carries a fresh Idempotency-Key, so its retries, even after a reset, store one batch. */
   private create(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<Batch> {
-    return this.transport.json<Batch>("POST", "/batches", { body: createBody(rows, metadata), mode: "create" })
+    return this.transport.json<Batch>("POST", "/batches", {
+      body: createBody(rows, metadata),
+      headers: { "idempotency-key": randomUUID() },
+      mode: "keyed",
+    })
   }
 }

@@ -4,9 +4,11 @@ import { describeCause, SluiceApiError, SluiceConnectionError } from "./errors.j
 /**
  * `idempotent`: retried on 429, 5xx and any connection error. `create`: stores something, so it is
  * retried only when nothing can have been stored — a 429, a 503 or a refused connection — never
- * after another 5xx or a reset, which may come after the server acted.
+ * after another 5xx or a reset, which may come after the server acted. `keyed`: a create sent with an
+ * `Idempotency-Key`, which the server answers once whatever the retries: retried as `idempotent`, and
+ * on the 409 that says the first attempt is still being stored.
  */
-export type RetryMode = "idempotent" | "create"
+export type RetryMode = "idempotent" | "create" | "keyed"
 
 export interface TransportOptions {
   readonly baseUrl: string
@@ -50,10 +52,10 @@ const errorCodes = (error: unknown, into: Set<string> = new Set(), depth = 0): S
 }
 
 const retryableStatus = (status: number, mode: RetryMode) =>
-  mode === "create" ? status === 429 || status === 503 : status === 429 || status >= 500
+  mode === "create" ? status === 429 || status === 503 : status === 429 || status >= 500 || (mode === "keyed" && status === 409)
 
 const retryableConnectionError = (error: unknown, mode: RetryMode) =>
-  mode === "idempotent" || errorCodes(error).has("ECONNREFUSED")
+  mode !== "create" || errorCodes(error).has("ECONNREFUSED")
 
 const errorDetail = (status: number, statusText: string, text: string) => {
   try {

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { parseChatRequest, type ChatRequest } from "./ChatRequest.js"
 import { answerFor, completionJson, completionStream } from "./Completion.js"
+import { tokenizeAnswer } from "./Tokenize.js"
 import { ConcurrencyGate, type GateWaiter } from "./ConcurrencyGate.js"
 import { DIRECTIVE_MARK, parseDirectives, type Directives } from "./Directives.js"
 import { errorEnvelope, modelNotFound } from "./OpenAiError.js"
@@ -130,6 +131,21 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     req.on("end", () => {
       if (tooLarge) reply(res, 413, errorEnvelope(413, "Request body too large."))
       else admit(res, body)
+    })
+  }
+
+  const tokenize = (req: IncomingMessage, res: ServerResponse): void => {
+    let body = ""
+    req.setEncoding("utf8")
+    req.on("data", (chunk: string) => {
+      if (body.length <= MAX_BODY_CHARS) body += chunk
+    })
+    req.on("end", () => {
+      if (body.length > MAX_BODY_CHARS) return send(res, 413, errorEnvelope(413, "Request body too large."))
+      const answer = tokenizeAnswer(body)
+      if (typeof answer === "string") return send(res, 400, errorEnvelope(400, answer))
+      if (!models.has(answer.model)) return send(res, 404, modelNotFound(answer.model))
+      send(res, 200, answer.json)
     })
   }
 
@@ -280,6 +296,7 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     const query = url.indexOf("?")
     const path = query === -1 ? url : url.slice(0, query)
     if (req.method === "POST" && path === "/v1/chat/completions") return receive(req, res)
+    if (req.method === "POST" && path === "/tokenize") return tokenize(req, res)
     if (req.method === "GET" || req.method === "HEAD") {
       if (path === "/metrics") return send(res, 200, renderMetrics(models.values()), METRICS_TYPE)
       if (path === "/v1/models") return send(res, 200, modelsBody)

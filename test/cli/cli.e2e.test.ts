@@ -132,6 +132,33 @@ describe("the sluice CLI against a real server", () => {
     expect(waited.stderr).toContain("ended cancelled")
   })
 
+  it("rerun submits the rows of one error code again as a new batch, and refuses a batch that is not final", async () => {
+    const input = file(
+      "rerun.jsonl",
+      jsonl([
+        { custom_id: "ok", content: "fine" },
+        { custom_id: "nf", content: `missing ${simDirective.status(404)}` },
+        { custom_id: "bad", content: `invalid ${simDirective.status(400)}` },
+      ]),
+    )
+    const original = (await cli("batch", "submit", "--input-file", input, "--model", model)).stdout.trim()
+    expect((await cli("batch", "wait", "--batch-id", original, "--poll-interval", "0.1")).code).toBe(0)
+    const again = await cli("batch", "rerun", "--batch-id", original, "--error-code", "model_not_found", "--metadata", "why=404s")
+    expect(again.code, again.stderr).toBe(0)
+    const rerunId = again.stdout.trim()
+    const batch = await api().call("GET", `/v1/batches/${rerunId}`)
+    expect(batch.body).toMatchObject({ rerun_of: original, metadata: { why: "404s" }, request_counts: { total: 1 } })
+    expect((await api().allResults(rerunId)).map((r) => r.custom_id)).toEqual(["nf"])
+    const both = await cli("batch", "rerun", "--batch-id", original, "--status", "failed,completed")
+    expect((await api().allResults(both.stdout.trim())).map((r) => r.custom_id)).toEqual(["ok", "nf", "bad"])
+
+    const held = (await cli("batch", "submit", "--input-file", file("held.jsonl", jsonl([{ content: `held ${simDirective.hang}` }])), "--model", model)).stdout.trim()
+    const refused = await cli("batch", "rerun", "--batch-id", held)
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toContain("only a final batch")
+    await cli("batch", "cancel", "--batch-id", held)
+  })
+
   it("wait gives up after --timeout with exit code 124, naming the batch and its counts", async () => {
     const input = file("slow.jsonl", jsonl([{ content: `slow ${simDirective.latency(60_000)}` }]))
     const id = (await cli("batch", "submit", "--input-file", input, "--model", model)).stdout.trim()

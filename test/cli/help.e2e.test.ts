@@ -31,6 +31,7 @@ describe("sluice --help and its commands' help, run as a process", () => {
       "sluice batch get",
       "sluice batch cancel",
       "sluice batch delete",
+      "sluice batch rerun",
       "sluice admin <command>",
       "sluice admin account <command>",
       "sluice admin account create",
@@ -65,7 +66,7 @@ describe("sluice --help and its commands' help, run as a process", () => {
     const run = await runCli(["batch", "nope"], {})
     expect(run.code).toBe(2)
     expect(run.stderr).toBe(
-      "error: 'sluice batch' has no command 'nope'; it has submit, wait, download-results, stream, list, get, cancel, delete (see sluice batch --help)\n",
+      "error: 'sluice batch' has no command 'nope'; it has submit, wait, download-results, stream, list, get, cancel, delete, rerun (see sluice batch --help)\n",
     )
   })
 

@@ -242,6 +242,12 @@ describe("the seed's Errors table", () => {
         "GET /v1/batches/{batch_id}/results.jsonl",
         "GET /v1/batches/{batch_id}/events",
         "POST /v1/batches/{batch_id}/cancel",
+        "POST /v1/batches/{batch_id}/rerun",
+        "POST /v1/batches/estimate",
+        "POST /admin/v1/accounts/{id}/webhooks",
+        "GET /admin/v1/accounts/{id}/webhooks",
+        "DELETE /admin/v1/webhooks/{id}",
+        "GET /admin/v1/webhooks/{id}/deliveries",
         "DELETE /v1/batches/{batch_id}",
         "POST /admin/v1/accounts",
         "PATCH /admin/v1/accounts/{id}",
@@ -258,7 +264,8 @@ describe("the seed's Errors table", () => {
     )
     const create = spec.body.paths["/v1/batches"].post
     expect(create.requestBody.content["application/json"].schema).toBeDefined()
-    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "413"]))
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "409", "413", "422"]))
+    expect(create.parameters.map((p: { name: string }) => p.name)).toContain("idempotency-key")
   })
 
   it("no malformed input produces a 5xx", async () => {

@@ -28,6 +28,9 @@ const batch = (id: string): Batch => ({
   metadata: null,
   cost_usd: 0,
   error: null,
+  rerun_of: null,
+  rows_ahead: 0,
+  estimated_completion_at: null,
 })
 
 const oneRow = { requests: [{ custom_id: "a", body: { model: "m", messages: [{ role: "user", content: "hi" }] } }] }
@@ -94,9 +97,12 @@ describe("the SDK's retries, against a scripted HTTP server", () => {
   it.each([
     [429, 2],
     [503, 2],
-    [500, 1],
-    [502, 1],
-  ])("creating a batch answered %i is sent %i time(s) in all", async (status, sent) => {
+    [500, 2],
+    [502, 2],
+    [409, 2],
+    [400, 1],
+    [422, 1],
+  ])("creating a batch answered %i is sent %i time(s) in all, every time with one Idempotency-Key", async (status, sent) => {
     const server = await serve(apiError(status, "no"), json(200, batch("created")))
     const submitted = clientOf(server.url).submitBatch(oneRow)
     if (sent === 2) expect((await submitted).id).toBe("created")
@@ -104,13 +110,24 @@ describe("the SDK's retries, against a scripted HTTP server", () => {
     expect(server.seen).toHaveLength(sent)
     expect(server.seen.every((r) => r.method === "POST" && r.url === "/v1/batches")).toBe(true)
     expect(JSON.parse(server.seen[0]?.body ?? "")).toEqual(oneRow)
+    const keys = new Set(server.seen.map((r) => r.headers["idempotency-key"]))
+    expect(keys.size).toBe(1)
+    expect([...keys][0]).toMatch(/^[0-9a-f-]{36}$/)
   })
 
-  it("creating a batch whose connection drops after the body was sent is not retried", async () => {
+  it("creating a batch whose connection drops after the body was sent is retried with its key, which the server answers once", async () => {
     const server = await serve(reset, json(200, batch("created")))
-    const error = await rejection(clientOf(server.url).submitBatch(oneRow))
-    expect(error).toBeInstanceOf(SluiceConnectionError)
-    expect(server.seen).toHaveLength(1)
+    expect((await clientOf(server.url).submitBatch(oneRow)).id).toBe("created")
+    expect(server.seen).toHaveLength(2)
+    expect(server.seen[1]?.headers["idempotency-key"]).toBe(server.seen[0]?.headers["idempotency-key"])
+  })
+
+  it("two creates carry two keys", async () => {
+    const server = await serve(json(200, batch("a")), json(200, batch("b")))
+    const client = clientOf(server.url)
+    await client.submitBatch(oneRow)
+    await client.submitBatch(oneRow)
+    expect(server.seen[0]?.headers["idempotency-key"]).not.toBe(server.seen[1]?.headers["idempotency-key"])
   })
 
   it("creating a batch on a refused connection is retried, as nothing was sent", async () => {

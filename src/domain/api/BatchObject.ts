@@ -47,6 +47,17 @@ export const BatchObject = Schema.Struct({
   metadata: Schema.NullOr(BatchMetadata),
   cost_usd: Schema.NonNegative,
   error: Schema.NullOr(BatchError),
+  rerun_of: Schema.NullOr(Schema.String).annotations({
+    description: "The batch whose rows this one runs again (`POST /v1/batches/{batch_id}/rerun`); an addition to the contract",
+  }),
+  rows_ahead: Schema.NullOr(Schema.NonNegativeInt).annotations({
+    description:
+      "While the batch is not final: rows of other batches the turn-taking will start before this batch's last row, per model, summed; null once final. An addition to the contract",
+  }),
+  estimated_completion_at: UnixSecondsOrNull.annotations({
+    description:
+      "While the batch is not final: when its last row should finish, from each model's measured rate and the turns; null with no rate measured yet, and once final. An addition to the contract",
+  }),
 }).annotations({ identifier: "BatchObject" })
 
 export interface BatchObject extends Schema.Schema.Type<typeof BatchObject> {}

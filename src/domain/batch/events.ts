@@ -35,6 +35,8 @@ export const BatchCreated = Schema.Struct({
   metadata: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
   total: Schema.Number,
   models: Schema.Array(Schema.String),
+  /** The final batch whose rows this one runs again (`POST /v1/batches/{id}/rerun`). */
+  rerun_of: Schema.optional(Schema.String),
 })
 
 /**
@@ -56,7 +58,18 @@ const isAddedRow = (u: unknown): u is AddedRow =>
 // inserting them into the read model, and copied every one.
 const AddedRows = Schema.declare(
   (u: unknown): u is ReadonlyArray<AddedRow> => Array.isArray(u) && u.every(isAddedRow),
-  { identifier: "AddedRows", description: "an array of {custom_id: string, model: string, body?: unknown}" },
+  {
+    identifier: "AddedRows",
+    description: "an array of {custom_id: string, model: string, body?: unknown}",
+    jsonSchema: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["custom_id", "model"],
+        properties: { custom_id: { type: "string" }, model: { type: "string" }, body: {} },
+      },
+    },
+  },
 )
 
 export const RowsAdded = Schema.Struct({

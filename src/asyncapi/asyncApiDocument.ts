@@ -1,0 +1,138 @@
+import { JSONSchema, type Schema, SchemaAST } from "effect"
+import { AccountEvent, accountSubject } from "../domain/account/events.js"
+import { BatchEvent } from "../domain/batch/events.js"
+import { batchSubject } from "../domain/batch/subjects.js"
+import { IdempotencyEvent } from "../domain/idempotency/events.js"
+import { idempotencySubject } from "../domain/idempotency/subjects.js"
+import { documentedHeaders } from "../eventlog/headers.js"
+
+/** One kind of stored message: its payload Schema and the subject it is published on. */
+interface MessageKind {
+  readonly type: string
+  readonly schema: Schema.Schema.Any
+  readonly address: string
+  readonly parameters: Record<string, string>
+  /** Kinds that share a subject share a channel. */
+  readonly channel: string
+}
+
+const BATCH_ID = "{batch_id}"
+const ACCOUNT_ID = "{account_id}"
+const batchParameters = { batch_id: "The batch's id, `batch_…`" }
+const accountParameters = { account_id: "The account's id" }
+const DIGEST = "{digest}"
+const idempotencyParameters = { digest: "The hex SHA-256 of the account id and the Idempotency-Key" }
+
+/** The literal `type` of an event Schema: every event is a struct with one. */
+const typeOf = (schema: Schema.Schema.Any): string => {
+  const ast = schema.ast
+  if (!SchemaAST.isTypeLiteral(ast)) throw new Error("an event Schema must be a struct")
+  const field = ast.propertySignatures.find((p) => p.name === "type")
+  if (field === undefined || !SchemaAST.isLiteral(field.type) || typeof field.type.literal !== "string") {
+    throw new Error("an event Schema must have a literal `type`")
+  }
+  return field.type.literal
+}
+
+/** Every message the code can publish, read from the event unions themselves. */
+export const messageKinds = (): ReadonlyArray<MessageKind> => [
+  ...BatchEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema) as BatchEvent["type"]
+    return { type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, channel: type }
+  }),
+  ...AccountEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema) as AccountEvent["type"]
+    return { type, schema, address: accountSubject(ACCOUNT_ID, type), parameters: accountParameters, channel: type }
+  }),
+  ...IdempotencyEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema)
+    return { type, schema, address: idempotencySubject(DIGEST), parameters: idempotencyParameters, channel: "idempotency" }
+  }),
+]
+
+type Json = Record<string, unknown>
+
+// Events may gain optional fields (never lose or rename one): consumers must not refuse unknown fields.
+const openToAdditions = (schema: unknown): unknown => {
+  if (Array.isArray(schema)) return schema.map(openToAdditions)
+  if (typeof schema !== "object" || schema === null) return schema
+  const out: Json = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "additionalProperties" && value === false) continue
+    // Effect names `unknown` with an $id; repeated, it would be one schema id declared many times.
+    if (key === "$id" && value === "/schemas/unknown") continue
+    out[key] = openToAdditions(value)
+  }
+  return out
+}
+
+const headersSchema = (): Json => ({
+  type: "object",
+  properties: Object.fromEntries(documentedHeaders.map((h) => [h.name, { type: "string", description: h.description }])),
+  required: documentedHeaders.filter((h) => h.always).map((h) => h.name),
+})
+
+/**
+ * The AsyncAPI 3 document of the event log: every subject pattern, every event type's payload and
+ * the headers, generated from the event Schemas so that it cannot drift from what is published.
+ */
+export const asyncApiDocument = (version: string): Json => {
+  const kinds = messageKinds()
+  const definitions: Record<string, JSONSchema.JsonSchema7> = {}
+  const payloads = kinds.map((k) =>
+    openToAdditions(JSONSchema.fromAST(k.schema.ast, { definitions, definitionPath: "#/components/schemas/" })),
+  )
+  const channels: Json = {}
+  const operations: Json = {}
+  const messages: Json = {}
+  kinds.forEach((k, i) => {
+    const channel = (channels[k.channel] ??= {
+      address: k.address,
+      parameters: Object.fromEntries(Object.entries(k.parameters).map(([name, description]) => [name, { description }])),
+      messages: {},
+    }) as { messages: Json }
+    channel.messages[k.type] = { $ref: `#/components/messages/${k.type}` }
+    const operation = (operations[`receive_${k.channel}`] ??= {
+      action: "receive",
+      summary: `Consume the events on ${k.address}`,
+      channel: { $ref: `#/channels/${k.channel}` },
+      messages: [],
+    }) as { messages: Array<Json> }
+    operation.messages.push({ $ref: `#/channels/${k.channel}/messages/${k.type}` })
+    const description = k.schema.ast.annotations[SchemaAST.DescriptionAnnotationId]
+    messages[k.type] = {
+      name: k.type,
+      title: k.type,
+      contentType: "application/json",
+      headers: { $ref: "#/components/schemas/Headers" },
+      payload: payloads[i],
+      ...(description === undefined ? {} : { description }),
+    }
+  })
+  return {
+    asyncapi: "3.1.0",
+    info: {
+      title: "Sluice event log",
+      version,
+      description:
+        "Every change to a batch, an account or an idempotency key is an event stored on its own subject of the JetStream stream `SLUICE` " +
+        "(or the embedded log's table, with the same subjects and headers). `batch.>` takes every batch event, " +
+        "`batch.<batch_id>.>` one batch's whole history, `batch.*.<event_type>` one type across all batches. " +
+        "Times are Unix milliseconds. Events are never renamed and lose no field; new types and optional fields may be added.",
+    },
+    defaultContentType: "application/json",
+    servers: {
+      nats: {
+        host: "127.0.0.1:4222",
+        protocol: "nats",
+        description: "The NATS server given to Sluice as NATS_URL; the stream is `SLUICE`",
+      },
+    },
+    channels,
+    operations,
+    components: {
+      schemas: { Headers: headersSchema(), ...openToAdditions(definitions) as Json },
+      messages,
+    },
+  }
+}

@@ -1,0 +1,71 @@
+import { Effect } from "effect"
+import type { Catalog } from "../config/Catalog.js"
+import { utcDay } from "../domain/account/utcDay.js"
+import { costRange, fitsDailyQuota, maxCompletionOf } from "../domain/batch/estimate.js"
+import type { ValidBatch } from "../domain/batch/validateCreate.js"
+import { countPromptTokens, type TokenSource } from "../actors/promptTokens.js"
+import type { BatchReads } from "../projections/batchReads.js"
+import type { ReadModel } from "../projections/ReadModel.js"
+import { usedUsd } from "../projections/usageReads.js"
+import type { Caller } from "./auth.js"
+import type { Etas } from "./eta.js"
+
+/** Names no batch: the estimate's rows are not in any queue yet. */
+const NOT_YET = "batch_estimate"
+
+/** `POST /v1/batches/estimate`'s answer for a valid create body: tokens, cost, place in the queues, limits. */
+export const estimateBatch = (
+  deps: { readonly catalog: Catalog; readonly etas: Etas; readonly batches: BatchReads; readonly db: ReadModel["Type"]; readonly maxUnfinished: number },
+  caller: Caller,
+  batch: ValidBatch,
+  now: number,
+) =>
+  Effect.gen(function* () {
+    const byModel = new Map<string, Array<Record<string, unknown>>>()
+    for (const r of batch.requests) byModel.set(r.model, [...(byModel.get(r.model) ?? []), r.body])
+    const sources = new Set<TokenSource>()
+    const models = yield* Effect.forEach(
+      byModel,
+      ([model, bodies]) =>
+        Effect.gen(function* () {
+          const entry = deps.catalog.get(model)!
+          const tokens = yield* countPromptTokens(entry, bodies)
+          sources.add(tokens.source)
+          let prompt = 0
+          let completion = 0
+          bodies.forEach((body, i) => {
+            const p = tokens.counts[i]!
+            prompt += p
+            completion += maxCompletionOf(body, p, tokens.maxModelLen)
+          })
+          const place = deps.etas.onModel(model, caller.account.id, NOT_YET, { queued: bodies.length, running: 0 }, now)
+          return {
+            model,
+            requests: bodies.length,
+            prompt_tokens: prompt,
+            max_completion_tokens: completion,
+            ...costRange(entry, prompt, completion),
+            tokens: tokens.source,
+            rows_ahead: place.rowsAhead,
+            estimated_completion_at: place.finishesAt === undefined ? null : Math.ceil(place.finishesAt / 1000),
+          }
+        }),
+      { concurrency: 4 },
+    )
+    const sum = (pick: (m: (typeof models)[number]) => number) => Math.round(models.reduce((n, m) => n + pick(m), 0) * 1e6) / 1e6
+    const costMax = sum((m) => m.cost_usd_max)
+    const etas = models.map((m) => m.estimated_completion_at)
+    return {
+      object: "batch.estimate" as const,
+      request_counts: { total: batch.requests.length },
+      models,
+      cost_usd_min: sum((m) => m.cost_usd_min),
+      cost_usd_max: costMax,
+      estimated_completion_at: etas.some((e) => e === null) ? null : Math.max(...(etas as Array<number>)),
+      tokens: sources.has("approximate") ? ("approximate" as const) : ("upstream" as const),
+      fits: {
+        unfinished_batches: deps.batches.unfinishedCount(caller.account.id) < deps.maxUnfinished,
+        daily_quota: fitsDailyQuota(caller.account.daily_quota_usd, usedUsd(deps.db, caller.account.id, utcDay(now)), costMax),
+      },
+    }
+  })

@@ -1,0 +1,135 @@
+import { Parser } from "@asyncapi/parser"
+import { Ajv } from "ajv"
+import Database from "better-sqlite3"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { AccountEvent, accountSubject } from "../../src/domain/account/events.js"
+import { IdempotencyEvent } from "../../src/domain/idempotency/events.js"
+import { idempotencySubject } from "../../src/domain/idempotency/subjects.js"
+import { onceOnlyTypes, rowEventTypes } from "../../src/domain/batch/events.js"
+import { batchSubject } from "../../src/domain/batch/subjects.js"
+import { CHUNK_HEADER } from "../../src/eventlog/chunking.js"
+import { simDirective } from "../../src/sim/Directives.js"
+import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
+import { chatRow, client } from "../support/client.js"
+import { BOOTSTRAP_KEY } from "../support/sluice.js"
+import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
+
+/*
+ * The event contract at /asyncapi.json: a valid AsyncAPI 3 document, the same as the one kept in
+ * the repository, naming every event type the code publishes on the subject it publishes it on, and
+ * describing each payload a running Sluice actually stored.
+ */
+
+const MODEL = "glm-5.3-flash"
+const committed = () => readFileSync(new URL("../../docs/asyncapi.json", import.meta.url), "utf8")
+
+/** Every type the writers may publish, listed from the sets the writers use rather than from the generator's source. */
+const publishedBatchTypes = [...onceOnlyTypes, ...rowEventTypes, "rows_added", "row_bodies"] as const
+const literalType = (m: { fields: { type: unknown } }) => (m.fields.type as { literals: [string] }).literals[0]
+const publishedAccountTypes = AccountEvent.members.map(literalType)
+const publishedIdempotencyTypes = IdempotencyEvent.members.map(literalType)
+
+/** A channel's address with its parameters filled in, as a subject. */
+const subjectOf = (address: string, values: Record<string, string>) =>
+  address.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? `{${name}}`)
+
+describe("the AsyncAPI document", () => {
+  let sim: Simulator
+  let sluice: InProcessSluice
+  let served: string
+  let spec: any
+
+  beforeAll(async () => {
+    sim = await startSimulator({ models: [MODEL] })
+    sluice = await startInProcessSluice({ models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2 }] })
+    const response = await fetch(`${sluice.url}/asyncapi.json`)
+    expect(response.headers.get("content-type")).toMatch(/application\/json/)
+    served = await response.text()
+    spec = JSON.parse(served)
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    await sim?.close()
+  })
+
+  it("is served at /asyncapi.json exactly as committed in docs/asyncapi.json (npm run asyncapi rewrites it)", () => {
+    expect(served).toBe(committed())
+  })
+
+  it("parses with @asyncapi/parser as AsyncAPI 3 with no error or warning", async () => {
+    const { document, diagnostics } = await new Parser().parse(served)
+    expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
+    expect(document?.version()).toMatch(/^3\./)
+    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length)
+  })
+
+  it("has a message and a channel for every event type the code publishes, on the subject the code builds", async () => {
+    const { document } = await new Parser().parse(served)
+    const channels = document!.channels().all()
+    const find = (subject: string, type: string) =>
+      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", account_id: "acct_x", digest: "d1" }) === subject)
+    for (const type of publishedBatchTypes) expect(find(batchSubject("batch_x", type), type), type).toBeDefined()
+    for (const type of publishedAccountTypes) expect(find(accountSubject("acct_x", type as never), type), type).toBeDefined()
+    for (const type of publishedIdempotencyTypes) expect(find(idempotencySubject("d1"), type), type).toBeDefined()
+    for (const channel of channels) expect(document!.operations().all().some((o) => o.channels().all().some((c) => c.id() === channel.id()))).toBe(true)
+  })
+
+  it("documents the headers a stored message carries", () => {
+    const headers = spec.components.schemas.Headers.properties
+    expect(Object.keys(headers)).toEqual(expect.arrayContaining(["Nats-Msg-Id", CHUNK_HEADER]))
+  })
+
+  it("describes every message a batch's life stored: each falls in one channel and its payload validates", async () => {
+    const api = client(sluice.url)
+    const account = `acct_${Math.random().toString(36).slice(2, 8)}`
+    expect((await api.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal" })).status).toBe(200)
+    expect((await api.admin("POST", `/admin/v1/accounts/${account}/keys`, {})).status).toBe(200)
+    const created = await api.call("POST", "/v1/batches", {
+      requests: [
+        chatRow("ok", "a plain row"),
+        chatRow("retried", `once more ${simDirective.fail(1, 500)}`),
+        chatRow("refused", `no ${simDirective.status(400)}`),
+      ],
+      metadata: { project: "contract" },
+    }, { authorization: `Bearer ${BOOTSTRAP_KEY}`, "idempotency-key": "contract-1" })
+    expect(created.status, created.text).toBe(200)
+    // The retried row waits out its backoff on the actors' TestClock.
+    let finished: any
+    for (let turn = 0; turn < 200 && finished === undefined; turn++) {
+      const batch = (await api.call("GET", `/v1/batches/${created.body.id}`)).body
+      if (batch.status === "completed") finished = batch
+      else await sluice.adjust(5_000).then(() => new Promise((r) => setTimeout(r, 50)))
+    }
+    expect(finished.status).toBe("completed")
+    const doomed = await api.call("POST", "/v1/batches", { requests: [chatRow("d", "to be deleted")] })
+    await api.waitFinal(doomed.body.id)
+    expect((await api.call("DELETE", `/v1/batches/${doomed.body.id}`)).status).toBe(200)
+
+    const ajv = new Ajv({ strict: false, allErrors: true })
+    const messages = Object.values(spec.channels).flatMap((channel: any) =>
+      Object.keys(channel.messages).map((name) => {
+        const pattern = new RegExp(`^${channel.address.replace(/\./g, "\\.").replace(/\{\w+\}/g, "[^.]+")}$`)
+        const payload = structuredClone(spec.components.messages[name].payload)
+        return { name, pattern, validate: ajv.compile({ ...payload, components: spec.components }) }
+      }),
+    )
+    const db = new Database(join(sluice.dataDir, "log.sqlite"), { readonly: true })
+    const stored = db.prepare("SELECT subject, headers, data FROM messages ORDER BY seq").all() as Array<{ subject: string; headers: string | null; data: Buffer }>
+    db.close()
+    const seen = new Set<string>()
+    for (const m of stored) {
+      if (m.headers !== null && JSON.parse(m.headers)[CHUNK_HEADER] !== undefined) continue
+      const payload = JSON.parse(m.data.toString("utf8"))
+      const matching = messages.filter((k) => k.pattern.test(m.subject) && k.name === payload.type)
+      expect(matching.map((k) => k.name), m.subject).toHaveLength(1)
+      const { validate, name } = matching[0]!
+      expect(validate(payload), `${m.subject}: ${ajv.errorsText(validate.errors)}`).toBe(true)
+      seen.add(name)
+    }
+    expect([...seen].sort()).toEqual(
+      expect.arrayContaining(["account_created", "key_created", "batch_created", "rows_added", "row_bodies", "row_started", "row_retrying", "row_completed", "row_failed", "batch_completed", "batch_purged", "idempotency_key_claimed"]),
+    )
+  })
+})

@@ -1,0 +1,123 @@
+import fc from "fast-check"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { simDirective } from "../../src/sim/Directives.js"
+import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
+import { chatRow, client } from "../support/client.js"
+import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
+import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { waitFor } from "../support/waitFor.js"
+
+/*
+ * `as_of` answers a batch and its results as they were at an instant, from the batch's events alone.
+ * The property: for a random batch driven through random steps, the answer `as_of` gives for each
+ * second equals what the API answered in that second. The actors' TestClock moves in whole seconds
+ * and the retried rows wait for a 429's one-second Retry-After, so every event falls in a second the
+ * test has looked at, after everything in it has happened.
+ */
+
+const MODEL = "glm-5.3-flash"
+const SECOND = 1_000
+
+type Behaviour = "ok" | "retried" | "refused"
+const prompt = (b: Behaviour, i: number) =>
+  b === "ok" ? `row ${i}` : b === "retried" ? `row ${i} ${simDirective.fail(1, 429)}` : `row ${i} ${simDirective.status(400)}`
+
+type Step = "tick" | "cancel"
+
+describe.each([
+  { name: "the embedded log", nats: false },
+  { name: "NATS JetStream", nats: true },
+] as const)("as_of, on $name", ({ nats: onNats }) => {
+  let sim: Simulator
+  let nats: NatsServer | undefined
+  let sluice: InProcessSluice
+  let api: ReturnType<typeof client>
+
+  beforeAll(async () => {
+    sim = await startSimulator({ models: [MODEL] })
+    if (onNats) nats = await startNatsServer()
+    sluice = await startInProcessSluice({
+      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 8 }],
+      ...(nats === undefined ? {} : { natsUrl: nats.url }),
+      startAt: Math.floor(Date.now() / SECOND) * SECOND,
+    })
+    api = client(sluice.url)
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    await nats?.stop()
+    await sim?.close()
+  })
+
+  /** Nothing more will happen until the clock moves: no row runs or is about to start, and the read model has the whole log. */
+  const settled = async (id: string) => {
+    let last = ""
+    await waitFor(`batch ${id} to settle`, async () => {
+      const ready = (await api.call("GET", "/readyz")).body
+      const batch = (await api.call("GET", `/v1/batches/${id}`)).body
+      const rows = (await api.call("GET", `/v1/batches/${id}/results`)).body.data as Array<any>
+      const busy = rows.some((r) => r.status === "running" || (r.status === "queued" && r.error === null && batch.status !== "cancelling"))
+      const now = JSON.stringify([ready.log.head, ready.projections.applied, batch, rows])
+      const still = !busy && sim.stats().inFlight === 0 && ready.projections.lag_events === 0 && now === last
+      last = now
+      return still
+    }, { everyMs: 60 })
+  }
+
+  const snapshot = async (id: string, query = "") => ({
+    batch: await api.call("GET", `/v1/batches/${id}${query}`),
+    results: await api.call("GET", `/v1/batches/${id}/results${query}`),
+  })
+
+  it("as_of at every second of a random batch's life equals what the API answered in that second", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom<Behaviour>("ok", "retried", "refused"), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.constantFrom<Step>("tick", "tick", "cancel"), { minLength: 1, maxLength: 4 }),
+        async (behaviours, steps) => {
+          await sluice.adjust(SECOND)
+          const created = await api.call("POST", "/v1/batches", {
+            requests: behaviours.map((b, i) => chatRow(`r${i}`, prompt(b, i))),
+          })
+          expect(created.status, created.text).toBe(200)
+          const id = created.body.id as string
+          const seen = new Map<number, Awaited<ReturnType<typeof snapshot>>>()
+          const look = async () => {
+            await settled(id)
+            seen.set(Math.floor((await sluice.now()) / SECOND), await snapshot(id))
+          }
+          await look()
+          for (const step of [...steps, "tick", "tick"] as const) {
+            await sluice.adjust(SECOND)
+            if (step === "cancel") expect((await api.call("POST", `/v1/batches/${id}/cancel`)).status).toBe(200)
+            await look()
+          }
+          for (const [second, then] of seen) {
+            const asOf = await snapshot(id, `?as_of=${second}`)
+            expect(asOf.batch.status, asOf.batch.text).toBe(200)
+            expect(asOf.batch.body, `batch at ${second}`).toEqual(then.batch.body)
+            expect(asOf.results.body, `results at ${second}`).toEqual(then.results.body)
+          }
+          const before = Math.min(...seen.keys()) - 1
+          const early = await api.call("GET", `/v1/batches/${id}?as_of=${before}`)
+          expect(early.status).toBe(404)
+          expect(early.body.error.message).toContain(`No batch found with id '${id}' as of ${before}`)
+          expect((await api.call("GET", `/v1/batches/${id}/results?as_of=${before}`)).status).toBe(404)
+        },
+      ),
+      { numRuns: 8 },
+    )
+  })
+
+  it("a bad as_of is a 400 naming the field, on both endpoints", async () => {
+    const created = await api.call("POST", "/v1/batches", { requests: [chatRow("x", "hello")] })
+    for (const path of [`/v1/batches/${created.body.id}`, `/v1/batches/${created.body.id}/results`]) {
+      for (const bad of ["yesterday", "-5", "1.5", ""]) {
+        const answer = await api.call("GET", `${path}?as_of=${bad}`)
+        expect(answer.status, `${path} as_of=${bad}`).toBe(400)
+        expect(answer.body.error.param).toBe("as_of")
+        expect(answer.body.error.message).toContain(`'as_of' must be a Unix time in whole seconds`)
+      }
+    }
+  })
+})
