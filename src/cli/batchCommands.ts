@@ -60,17 +60,31 @@ const submit = leaf(
         Options.withDescription("Accepted and ignored, as the API ignores a sent completion_window: the server sets it"),
         Options.optional,
       ),
+      dryRun: Options.boolean("dry-run").pipe(
+        Options.withDescription("Validate and estimate (tokens, cost, rows ahead, ETA) without creating anything; prints each estimate's JSON"),
+      ),
     },
-    ({ inputFile, model, metadata, window }) =>
+    ({ inputFile, model, metadata, window, dryRun }) =>
       Effect.gen(function* () {
         const client = yield* apiClient()
-        const batches = yield* sdk(() =>
-          client.submitBatches({
-            inputFile,
-            ...Option.match(model, { onNone: () => ({}), onSome: (m) => ({ model: m }) }),
-            ...(metadata === undefined ? {} : { metadata }),
-          }),
-        )
+        const input = {
+          inputFile,
+          ...Option.match(model, { onNone: () => ({}), onSome: (m: string) => ({ model: m }) }),
+          ...(metadata === undefined ? {} : { metadata }),
+        }
+        if (dryRun) {
+          const estimates = yield* sdk(() => client.estimateBatches(input))
+          for (const e of estimates) {
+            yield* out(JSON.stringify(e))
+            const eta = e.estimated_completion_at === null ? "no rate measured yet" : new Date(e.estimated_completion_at * 1000).toISOString()
+            yield* note(
+              `Would submit ${rows(e.request_counts.total)}: $${e.cost_usd_min}–$${e.cost_usd_max} (${e.tokens} tokens), done by ${eta}` +
+                `${e.fits.unfinished_batches ? "" : "; refused now: too many unfinished batches"}${e.fits.daily_quota ? "" : "; may exceed today's quota"}`,
+            )
+          }
+          return
+        }
+        const batches = yield* sdk(() => client.submitBatches(input))
         for (const b of batches) {
           yield* out(b.id)
           yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)}`)

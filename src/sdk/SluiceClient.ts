@@ -1,5 +1,6 @@
 import { Either } from "effect"
 import { randomUUID } from "node:crypto"
+import type { BatchEstimate as BatchEstimateSchema } from "../domain/api/BatchEstimate.js"
 import {
   type BatchDeleted,
   type BatchList,
@@ -20,6 +21,7 @@ import { checkResultsFolder, saveJsonl, type Written, writeJsonl } from "./jsonl
 import { sleep, Transport } from "./transport.js"
 
 export type Batch = BatchObject
+export type BatchEstimate = typeof BatchEstimateSchema.Type
 
 export const defaultBaseUrl = "http://127.0.0.1:8080/v1"
 
@@ -120,6 +122,30 @@ export class SluiceClient {
       }
     }
     return created
+  }
+
+  /**
+   * What submitting the rows as one batch would cost and when it would finish
+   * (`POST /v1/batches/estimate`): validated as a create, stored nowhere.
+   */
+  async estimate(input: BatchInput): Promise<BatchEstimate> {
+    const parts = await this.parts(input)
+    const [only] = parts
+    if (only === undefined || parts.length > 1) {
+      throw new BatchInputError(`The rows need ${parts.length} batches; use estimateBatches to estimate each of them`)
+    }
+    return this.estimateOne(only, input.metadata)
+  }
+
+  /** `estimate` for each batch `submitBatches` would create, in order. */
+  async estimateBatches(input: BatchInput): Promise<ReadonlyArray<BatchEstimate>> {
+    const estimates: Array<BatchEstimate> = []
+    for (const part of await this.parts(input)) estimates.push(await this.estimateOne(part, input.metadata))
+    return estimates
+  }
+
+  private estimateOne(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<BatchEstimate> {
+    return this.transport.json<BatchEstimate>("POST", "/batches/estimate", { body: createBody(rows, metadata), mode: "idempotent" })
   }
 
   getBatch(id: string): Promise<Batch> {

@@ -132,6 +132,17 @@ describe("the sluice CLI against a real server", () => {
     expect(waited.stderr).toContain("ended cancelled")
   })
 
+  it("submit --dry-run prints the estimate and creates nothing", async () => {
+    const before = await listedIds()
+    const input = file("dry.jsonl", jsonl([{ content: "first" }, { content: "second, a little longer" }]))
+    const dry = await cli("batch", "submit", "--input-file", input, "--model", model, "--dry-run")
+    expect(dry.code, dry.stderr).toBe(0)
+    const estimate = JSON.parse(dry.stdout.trim())
+    expect(estimate).toMatchObject({ object: "batch.estimate", request_counts: { total: 2 }, tokens: "upstream", models: [{ model, requests: 2 }] })
+    expect(dry.stderr).toContain("Would submit 2 rows")
+    expect(await listedIds()).toEqual(before)
+  })
+
   it("rerun submits the rows of one error code again as a new batch, and refuses a batch that is not final", async () => {
     const input = file(
       "rerun.jsonl",

@@ -23,6 +23,7 @@ const COALESCE_MS = 2
 /** How long `nextReports` waits for a report before it gives up. */
 const ROUND_WAIT_MS = 250
 const STREAM = "SLUICE_LOAD"
+const LOG_STREAM = "SLUICE"
 const SUBJECTS = "sluice.load.>"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -62,12 +63,15 @@ const make = (url: string, instanceId: string) =>
     })
     const js = jetstream(nc)
     const ensureStream = Effect.tryPromise(async () => {
+      // As many replicas as the event log's stream: reports that vanish with one node would stop every limited account.
+      const replicas = await jsm.streams.info(LOG_STREAM).then((info) => info.config.num_replicas, () => 1)
       const config = {
         name: STREAM,
         subjects: [SUBJECTS],
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         max_age: 2 * LOAD_TTL_MS * 1_000_000,
+        num_replicas: Math.max(1, replicas),
       }
       await jsm.streams.add(config).catch(async (e: unknown) => {
         // Another instance created it first.
