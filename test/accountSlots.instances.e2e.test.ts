@@ -4,7 +4,7 @@ import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
-import { BOOTSTRAP_KEY, type Sluice, startSluice } from "./support/sluice.js"
+import { BOOTSTRAP_KEY, type CatalogEntry, type Sluice, startSluice } from "./support/sluice.js"
 import { waitFor } from "./support/waitFor.js"
 
 /*
@@ -18,6 +18,7 @@ const INSTANCES = 2
 const ROWS_PER_BATCH = 16
 const MODEL = "shared-model"
 const AFTER_MODEL = "after-restart-model"
+const LAPSE_MODEL = "lapse-model"
 const WAY_MODEL = "way-model"
 const WAY_SLOTS = 4
 
@@ -25,17 +26,21 @@ describe("an account's concurrent-request slots hold over several instances", ()
   let nats: NatsServer
   let sim: Simulator
   let afterSim: Simulator
+  let lapseSim: Simulator
   let waySim: Simulator
+  let models: ReadonlyArray<CatalogEntry>
   const sluices: Array<Sluice> = []
 
   beforeAll(async () => {
     nats = await startNatsServer()
     sim = await startSimulator({ models: [MODEL], latencyMs: 120 })
     afterSim = await startSimulator({ models: [AFTER_MODEL], latencyMs: 120 })
+    lapseSim = await startSimulator({ models: [LAPSE_MODEL] })
     waySim = await startSimulator({ models: [WAY_MODEL] })
     // The shared models' own slots are wider than the account's, on each instance: only the account's bind there.
-    const models = [
+    models = [
       { id: MODEL, upstream_url: sim.url, batch_concurrency: 8 },
+      { id: LAPSE_MODEL, upstream_url: lapseSim.url, batch_concurrency: 8, timeout_ms: 600_000 },
       { id: AFTER_MODEL, upstream_url: afterSim.url, batch_concurrency: 8 },
       { id: WAY_MODEL, upstream_url: waySim.url, batch_concurrency: WAY_SLOTS, timeout_ms: 60_000 },
     ]
@@ -50,6 +55,7 @@ describe("an account's concurrent-request slots hold over several instances", ()
     }
     await sim?.close()
     await afterSim?.close()
+    await lapseSim?.close()
     await waySim?.close()
     await nats?.stop()
   })
@@ -59,16 +65,22 @@ describe("an account's concurrent-request slots hold over several instances", ()
    * interactive requests going through each until both batches are final, all on `model`, whose
    * simulator only this account uses; answers the simulator's count of requests in flight at most.
    */
-  const shareOneAccount = async (model: string, upstream: Simulator) => {
+  /** A new account with `concurrency` CONCURRENCY: its key, once every instance in `on` knows it. */
+  const limitedAccount = async (on: ReadonlyArray<Sluice> = sluices) => {
     const admin = client(sluices[0]!.url)
     const account = `acct-${Math.random().toString(36).slice(2, 10)}`
     expect((await admin.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal", concurrency: CONCURRENCY })).status).toBe(200)
     const key = await admin.admin("POST", `/admin/v1/accounts/${account}/keys`, { expires_at: null })
     expect(key.status).toBe(200)
-    const apis = sluices.map((s) => client(s.url, key.body.key as string))
+    const apis = on.map((s) => client(s.url, key.body.key as string))
     for (const api of apis) {
       await waitFor("the key reaches every instance", async () => (await api.call("GET", "/v1/batches")).status === 200)
     }
+    return apis
+  }
+
+  const shareOneAccount = async (model: string, upstream: Simulator) => {
+    const apis = await limitedAccount()
 
     const batches = await Promise.all(
       apis.map(async (api, i) => {
@@ -128,6 +140,29 @@ describe("an account's concurrent-request slots hold over several instances", ()
     expect(most).toBeLessThanOrEqual(CONCURRENCY + (INSTANCES - 1) * UNACKED_GROWTH)
     expect(most).toBeGreaterThanOrEqual(CONCURRENCY)
   }, 180_000)
+
+  it("a killed instance's requests stop counting for the others once its reports lapse", async () => {
+    const doomed = await startSluice({ natsUrl: nats.url, models, env: { SLUICE_INSTANCE_ID: "doomed" } })
+    try {
+      const [survivor, victim] = await limitedAccount([sluices[0]!, doomed])
+      // The doomed instance holds every slot of the account with requests that never end.
+      const hanging = Array.from({ length: CONCURRENCY }, (_, row) => chatRow(`h${row}`, `hang ${row} ${simDirective.hang}`, LAPSE_MODEL))
+      expect((await victim!.call("POST", "/v1/batches", { requests: hanging })).status).toBe(200)
+      await waitFor("the doomed instance's requests are at the simulator", () => lapseSim.stats().inFlight === CONCURRENCY)
+      const rows = Array.from({ length: 4 }, (_, row) => chatRow(`s${row}`, `survivor ${row}`, LAPSE_MODEL))
+      const created = await survivor!.call("POST", "/v1/batches", { requests: rows })
+      expect(created.status, created.text).toBe(200)
+      await doomed.stop("SIGKILL")
+      // Its connections closed with it; its last report says the account is full until it lapses.
+      const final = await survivor!.waitFinal(created.body.id, 60_000)
+      expect(final.request_counts).toEqual({ total: 4, completed: 4, failed: 0 })
+      const alive = INSTANCES + 1
+      expect(lapseSim.stats().maxInFlight).toBeLessThanOrEqual(CONCURRENCY + (alive - 1) * UNACKED_GROWTH)
+    } finally {
+      await doomed.stop("SIGKILL")
+      doomed.cleanup()
+    }
+  }, 120_000)
 
   it("a model's batch rows give way to interactive requests in flight on the other instance", async () => {
     const operator = sluices.map((s) => client(s.url))
