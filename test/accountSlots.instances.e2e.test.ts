@@ -145,9 +145,13 @@ describe("an account's concurrent-request slots hold over several instances", ()
     const doomed = await startSluice({ natsUrl: nats.url, models, env: { SLUICE_INSTANCE_ID: "doomed" } })
     try {
       const [survivor, victim] = await limitedAccount([sluices[0]!, doomed])
-      // The doomed instance holds every slot of the account with requests that never end.
-      const hanging = Array.from({ length: CONCURRENCY }, (_, row) => chatRow(`h${row}`, `hang ${row} ${simDirective.hang}`, LAPSE_MODEL))
-      expect((await victim!.call("POST", "/v1/batches", { requests: hanging })).status).toBe(200)
+      // The doomed instance holds every slot of the account with interactive requests that never end
+      // (its batch rows would run on whichever instance holds the model's lease).
+      for (let i = 0; i < CONCURRENCY; i++) {
+        void victim!
+          .call("POST", "/v1/chat/completions", { model: LAPSE_MODEL, messages: [{ role: "user", content: `hang ${i} ${simDirective.hang}` }] })
+          .catch(() => undefined)
+      }
       await waitFor("the doomed instance's requests are at the simulator", () => lapseSim.stats().inFlight === CONCURRENCY)
       const rows = Array.from({ length: 4 }, (_, row) => chatRow(`s${row}`, `survivor ${row}`, LAPSE_MODEL))
       const created = await survivor!.call("POST", "/v1/batches", { requests: rows })

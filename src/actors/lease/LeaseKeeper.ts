@@ -110,18 +110,22 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       }
       for (const model of plan.handOver) {
         const lease = held.get(model)
-        if (lease === undefined) continue
+        if (lease === undefined || handing.has(model)) continue
         yield* Effect.logInfo(`lease of ${model} handed over: it belongs to another instance now`)
-        yield* handOver(lease)
+        // In the background: the rounds go on renewing every lease, this one too until it is released.
+        yield* Effect.forkDaemon(handOver(lease))
       }
     })
 
+    /** Models being handed over: their running rows finish before the lease is released. */
+    const handing = new Set<string>()
     const handOver = (lease: HeldLease) =>
       Effect.gen(function* () {
+        handing.add(lease.model)
         yield* options.stop(lease.model, true)
         held.delete(lease.model)
         yield* store.release(lease.record).pipe(Effect.ignore)
-      })
+      }).pipe(Effect.ensuring(Effect.sync(() => handing.delete(lease.model))))
 
     const run = round.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("lease round failed; trying again", cause)),
