@@ -103,24 +103,30 @@ describe("three instances on a three-node NATS cluster", () => {
       }
     })
 
-    const ownerOf = async (model: string) => (await leases()).find((l) => l.model === model)!.owner
+    const leaseOf = async (model: string) => (await leases().catch(() => [] as ReadonlyArray<Lease>)).find((l) => l.model === model)
+    // Between a lease's lapse and its take-over no one holds it.
+    const ownerOf = async (model: string) => {
+      let lease: Lease | undefined
+      await waitFor(`a lease of ${model}`, async () => (lease = await leaseOf(model)) !== undefined, { timeoutMs: 10 * TTL_MS })
+      return lease!.owner
+    }
     const faults: Array<() => Promise<void>> = [
       async () => {
         const victim = await ownerOf("model-a")
         expect(await instances.get(victim)!.stop("SIGKILL")).toBe("SIGKILL")
         dead.add(victim)
-        await waitFor("model-a to have a new owner", async () => (await ownerOf("model-a").catch(() => victim)) !== victim, {
+        await waitFor("model-a to have a new owner", async () => ((await leaseOf("model-a"))?.owner ?? victim) !== victim, {
           timeoutMs: 10 * TTL_MS,
         })
       },
       async () => {
         const paused = await ownerOf("model-b")
         if (dead.has(paused)) return
-        const before = (await leases()).find((l) => l.model === "model-b")!
+        const before = (await leaseOf("model-b"))!
         instances.get(paused)!.signal("SIGSTOP")
         dead.add(paused)
         await waitFor("model-b to have a new owner", async () => {
-          const now = (await leases()).find((l) => l.model === "model-b")
+          const now = await leaseOf("model-b")
           return now !== undefined && now.revision > before.revision && now.owner !== paused
         }, { timeoutMs: 10 * TTL_MS })
         await sleep(TTL_MS)
