@@ -8,6 +8,7 @@ import {
   initialSharing,
   interactiveElsewhere,
   lapse,
+  leavingReport,
   mayTake,
   nextReport,
   received,
@@ -50,6 +51,7 @@ const movedModels = (before: LoadReport | undefined, after: LoadReport | undefin
 const make = (url: string, instanceId: string) =>
   Effect.gen(function* () {
     const clock = Clock.make()
+    const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
     const nc = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () => connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
@@ -62,6 +64,17 @@ const make = (url: string, instanceId: string) =>
       catch: (e) => new LogUnavailable({ message: `load sharing: JetStream unavailable: ${String(e)}`, cause: e }),
     })
     const js = jetstream(nc)
+    let state: SlotSharing = initialSharing(instanceId, randomUUID())
+    // Released before the connection closes: a stopping instance, whose requests have ended by then
+    // (the actors are released first), tells the others to forget it rather than let its report lapse.
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() =>
+        js.publish(subject, encoder.encode(JSON.stringify(leavingReport(state))), { timeout: 1_000 }).then(
+          () => undefined,
+          () => undefined,
+        ),
+      ),
+    )
     const ensureStream = Effect.tryPromise(async () => {
       // As many replicas as the event log's stream: reports that vanish with one node would stop every limited account.
       const replicas = await jsm.streams.info(LOG_STREAM).then((info) => info.config.num_replicas, () => 1)
@@ -85,14 +98,12 @@ const make = (url: string, instanceId: string) =>
       Effect.withClock(clock),
     )
 
-    let state: SlotSharing = initialSharing(instanceId, randomUUID())
     const accounts = new Map<string, number>()
     const interactive = new Map<string, number>()
     const listeners: Array<(models: ReadonlySet<string>) => void> = []
     const dirty = yield* Queue.sliding<void>(1)
     const changed = () => void Queue.unsafeOffer(dirty, undefined)
     const read = yield* Ref.make(yield* Deferred.make<void>())
-    const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
 
     const announce = (models: ReadonlySet<string>) =>
       Effect.gen(function* () {
@@ -122,12 +133,12 @@ const make = (url: string, instanceId: string) =>
 
     const apply = (value: unknown) => {
       if (!isReport(value)) return undefined
-      const before = state.peers.get(value.instance)?.report
+      const before = state.peers.get(value.life)?.report
       const r = received(state, value, clock.unsafeCurrentTimeMillis())
       state = r.state
       if (r.acknowledge) changed()
       const models = new Set<string>()
-      movedModels(before, state.peers.get(value.instance)?.report, models)
+      movedModels(before, state.peers.get(value.life)?.report, models)
       return models
     }
 
