@@ -13,7 +13,9 @@ import * as Dispatcher from "./actors/Dispatcher.js"
 import * as Timers from "./actors/Timers.js"
 import * as WebhookDeliverer from "./actors/WebhookDeliverer.js"
 import { catalogLayer } from "./config/catalogLayer.js"
+import * as DataDirLock from "./dataDirLock.js"
 import type { SluiceConfig } from "./config/Config.js"
+import { natsDeployment } from "./config/nats.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
 import * as LogHealth from "./eventlog/LogHealth.js"
 import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
@@ -28,9 +30,9 @@ import { metered } from "./metrics/meteredEventLog.js"
 export const logBackend = (config: SluiceConfig) => (Option.isSome(config.natsUrl) ? "nats" : "embedded")
 
 export const eventLogLayer = (config: SluiceConfig) =>
-  Option.match(config.natsUrl, {
+  Option.match(natsDeployment(config), {
     onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite") }),
-    onSome: (url) => JetStreamEventLog.layer({ url }),
+    onSome: (nats) => JetStreamEventLog.layer(nats),
   })
 
 /** Instances on one NATS log share their accounts' slots and models' interactive load; the embedded log has one instance. */
@@ -62,6 +64,8 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     Layer.provideMerge(ReadModel.layer(readModelPath(config))),
     Layer.provideMerge(LogHealth.watched(Layer.provide(metered, eventLogLayer(config)))),
     Layer.provideMerge(metrics),
+    // Taken before the log and the read model are opened, let go after they are closed.
+    Layer.provideMerge(DataDirLock.layer(config.dataDir)),
   )
   const batchWriter = BatchLifecycle.announcing.pipe(
     Layer.provide(onActorClock(BatchWriter.Live)),

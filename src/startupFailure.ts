@@ -1,6 +1,7 @@
 import { Cause, Chunk, ConfigError } from "effect"
 import { CatalogInvalid } from "./config/catalogLayer.js"
 import type { SluiceConfig } from "./config/Config.js"
+import { DataDirInUse } from "./dataDirLock.js"
 import { LogUnavailable } from "./eventlog/EventLog.js"
 
 interface Coded {
@@ -26,6 +27,14 @@ const dataDirProblem = (config: SluiceConfig, why: string) =>
 /** The one line a known start-up failure is, saying what to do; undefined for any other failure. */
 const lineFor = (e: unknown, config: SluiceConfig | undefined): string | undefined => {
   if (ConfigError.isConfigError(e)) return `${String(e).replace(/^(Error: )?\((.*)\)$/, "$2")}: fix the variable (see the README's configuration)`
+  if (e instanceof DataDirInUse) {
+    const holder = e.pid === undefined ? "another Sluice process" : `another Sluice process (pid ${e.pid})`
+    const fix =
+      config !== undefined && config.natsUrl._tag === "Some"
+        ? "stop it, or give each instance its own SLUICE_DATA_DIR"
+        : "the embedded event log serves one instance: stop the other, or run several on NATS (NATS_URL, each with its own SLUICE_DATA_DIR; see docs/scaling.md)"
+    return `the data directory ${e.dataDir} is in use by ${holder}: ${fix}`
+  }
   if (e instanceof CatalogInvalid) {
     return `${e.message}: fix the file SLUICE_MODELS names (see the README's model catalog), or unset SLUICE_MODELS to serve the built-in simulator`
   }
@@ -38,6 +47,10 @@ const lineFor = (e: unknown, config: SluiceConfig | undefined): string | undefin
       return `JetStream is off on ${url ?? "the NATS server"}: start nats-server with -js (or jetstream {} in its configuration)`
     }
     if (/is older than 2\.9/.test(e.message)) return `${e.message}: upgrade nats-server to 2.9 or newer`
+    const replicas = /stream \S+ cannot be kept in \d+ replicas \(.*\)$/.exec(e.message)
+    if (replicas !== null && config !== undefined) {
+      return `SLUICE_NATS_REPLICAS=${config.natsReplicas}: ${replicas[0]}: run a NATS cluster of at least ${config.natsReplicas} JetStream servers and list them in NATS_URL, or lower SLUICE_NATS_REPLICAS`
+    }
     if (/^cannot open event log at /.test(e.message) && config !== undefined) return dataDirProblem(config, e.message)
     return undefined
   }

@@ -7,6 +7,7 @@ import { serverEnv } from "../src/config/serverEnv.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { freePort } from "./support/ports.js"
 import { runToEnd } from "./support/processRun.js"
+import { startSluice } from "./support/sluice.js"
 
 /*
  * An operator's mistakes at start: the real server process (`node bin/server.mjs`, what `npm start`
@@ -70,6 +71,19 @@ describe("start-up failures are one clear line", () => {
     expectOneLine(await start({ NATS_URL: nats.url }), new RegExp(`^sluice: JetStream is off on ${nats.url}: start nats-server with -js`))
   })
 
+  it("more stream replicas than the NATS servers can keep", async () => {
+    const single = await startNatsServer()
+    try {
+      expectOneLine(
+        await start({ NATS_URL: single.url, SLUICE_NATS_REPLICAS: "3" }),
+        /^sluice: SLUICE_NATS_REPLICAS=3: stream SLUICE cannot be kept in 3 replicas \(.+\): run a NATS cluster of at least 3 JetStream servers and list them in NATS_URL, or lower SLUICE_NATS_REPLICAS$/,
+      )
+    } finally {
+      await single.stop()
+    }
+    expectOneLine(await start({ SLUICE_NATS_REPLICAS: "7" }), /^sluice: .*SLUICE_NATS_REPLICAS must be from 1 to 5.*: fix the variable/)
+  })
+
   it("a model catalog that does not parse, or does not hold a catalog", async () => {
     const dir = tempDir()
     writeFileSync(join(dir, "broken.json"), '{"models": [')
@@ -101,6 +115,28 @@ describe("start-up failures are one clear line", () => {
     const readModelBlocked = tempDir()
     mkdirSync(join(readModelBlocked, "read.embedded.sqlite"))
     expectOneLine(await start({ SLUICE_DATA_DIR: readModelBlocked }), new RegExp(`^sluice: the data directory ${readModelBlocked} cannot be written`))
+  })
+
+  it("a second process on the data directory of a running one, and none after that one is killed -9", async () => {
+    const first = await startSluice()
+    try {
+      const refused = await start({ SLUICE_DATA_DIR: first.dataDir })
+      expectOneLine(
+        refused,
+        new RegExp(
+          `^sluice: the data directory ${first.dataDir} is in use by another Sluice process \\(pid \\d+\\): the embedded event log serves one instance: stop the other, or run several on NATS`,
+        ),
+      )
+      // The running one was not disturbed.
+      expect((await fetch(`${first.url}/readyz`)).status).toBe(200)
+      expect(await first.stop("SIGKILL")).toBe("SIGKILL")
+      const second = await startSluice({ dataDir: first.dataDir })
+      expect((await fetch(`${second.url}/readyz`)).status).toBe(200)
+      expect(await second.stop("SIGTERM")).toBe(0)
+    } finally {
+      await first.stop("SIGKILL")
+      first.cleanup()
+    }
   })
 
   it("a setting that is not a number", async () => {

@@ -7,6 +7,10 @@ export const SluiceConfig = Config.all({
   host: Config.string("SLUICE_HOST").pipe(Config.withDefault("127.0.0.1")),
   dataDir: Config.string("SLUICE_DATA_DIR").pipe(Config.withDefault("./data")),
   natsUrl: Config.option(Config.string("NATS_URL")),
+  natsReplicas: Config.integer("SLUICE_NATS_REPLICAS").pipe(
+    Config.withDefault(1),
+    Config.validate({ message: "SLUICE_NATS_REPLICAS must be from 1 to 5", validation: (n) => n >= 1 && n <= 5 }),
+  ),
   modelsPath: Config.option(Config.string("SLUICE_MODELS")),
   bootstrapKey: Config.option(Config.redacted("SLUICE_BOOTSTRAP_KEY")),
   adminToken: Config.option(Config.redacted("SLUICE_ADMIN_TOKEN")),

@@ -21,7 +21,10 @@ import { EventLog, LogUnavailable } from "./EventLog.js"
 import { makeJetStreamPublisher } from "./jetStreamPublisher.js"
 
 export interface JetStreamEventLogOptions {
+  /** One server, or several separated by commas: the client fails over between them. */
   readonly url: string
+  /** The stream's replica count (1 by default); more than 1 needs a cluster of that many JetStream servers. */
+  readonly replicas?: number
   readonly stream?: string
   readonly subjects?: ReadonlyArray<string>
   readonly maxPayload?: number
@@ -34,6 +37,13 @@ const DUPLICATE_WINDOW_NANOS = 2 * 60 * 1_000_000_000
 // by such a pull stalls the consumer until two idle heartbeats (30 s) are missed. Parts are at
 // most maxPayload, so a consumer buffers at most 64 of them (~57 MiB at the default).
 const PULL_MAX_MESSAGES = 64
+// In a cluster a consumer lives on one of the stream's nodes. When that node dies and the client's
+// own server stays up, no reconnect tells the reader, and nats.js would only notice after two missed
+// heartbeats of its default 15 s, then retry on a 30 s backoff: two missed short ones restart it. And
+// a consumer on a replica can stop seeing new messages after the stream's leader changes (2.9.10): a
+// pull that expires empty while the stream holds a newer matching message restarts it too.
+const IDLE_HEARTBEAT_MS = 3_000
+const PULL_EXPIRES_MS = 6_000
 
 const unavailable = (message: string) => (cause: unknown) =>
   new LogUnavailable({ message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
@@ -59,15 +69,41 @@ const storedToRaw = (m: StoredMsg): RawMessage => {
   return withOwnHeaders({ seq: m.seq, subject: m.subject, data, time: m.time.getTime() }, m.header)
 }
 
-const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array<string>) => {
+/** NATS_URL may list several servers, separated by commas. */
+export const natsServers = (url: string): Array<string> =>
+  url
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+
+/** What the start-up line keys on: the cluster cannot keep as many copies as SLUICE_NATS_REPLICAS asks. */
+const tooFewServers = (stream: string, replicas: number, why: string) =>
+  `stream ${stream} cannot be kept in ${replicas} replicas (${why})`
+
+// Raises an existing stream's replica count, never lowers it: one instance started without the
+// setting must not take copies away from a deployment (lowering is the operator's `nats stream edit`).
+const ensureStream = async (jsm: JetStreamManager, name: string, subjects: Array<string>, replicas: number) => {
   const existing = await jsm.streams.info(name).catch((e: unknown) => {
     if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound) return undefined
     throw e
   })
-  if (existing === undefined) {
-    await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NANOS })
-  } else if ([...existing.config.subjects].sort().join(" ") !== [...subjects].sort().join(" ")) {
-    await jsm.streams.update(name, { subjects })
+  const sameSubjects = existing !== undefined && [...existing.config.subjects].sort().join(" ") === [...subjects].sort().join(" ")
+  const wanted = Math.max(replicas, existing?.config.num_replicas ?? 1)
+  const replicated = (e: unknown) => {
+    if (replicas > 1 && e instanceof JetStreamApiError) throw new Error(tooFewServers(name, replicas, e.message))
+    throw e
+  }
+  const stored =
+    existing === undefined
+      ? await jsm.streams
+          .add({ name, subjects, storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NANOS, num_replicas: replicas })
+          .catch(replicated)
+      : !sameSubjects || existing.config.num_replicas < wanted
+        ? await jsm.streams.update(name, { subjects, num_replicas: wanted }).catch(replicated)
+        : existing
+  // A server that ignored the setting would leave the stream less replicated than asked, silently.
+  if (stored.config.num_replicas < replicas) {
+    throw new Error(tooFewServers(name, replicas, `the server keeps ${stored.config.num_replicas}`))
   }
 }
 
@@ -127,7 +163,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       Effect.tryPromise({
         // noAsyncTraces: the client would otherwise build an Error per request to capture where it began,
         // about 5% of the CPU when every event is a publish awaiting its ack.
-        try: () => connect({ servers: options.url, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
+        try: () => connect({ servers: natsServers(options.url), maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
         catch: unavailable(`cannot connect to ${options.url}`),
       }),
       (nc) => Effect.promise(() => nc.drain().catch(() => nc.close())),
@@ -151,7 +187,8 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       (p) => Effect.sync(() => p.close()),
     )
     yield* Effect.tryPromise({
-      try: () => ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>"])]),
+      try: () =>
+        ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>"])], options.replicas ?? 1),
       catch: unavailable(`cannot create stream ${stream}`),
     })
     const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })
@@ -174,13 +211,29 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       Effect.forkScoped,
     )
 
-    const consume = (filter: string, fromSeq: number) =>
+    /** `delivered()`: the seq after the last message the caller has taken, for the stall check. */
+    const consume = (filter: string, fromSeq: number, delivered: () => number) =>
       Stream.acquireRelease(
         Effect.tryPromise({
           try: async () => {
             const consumer = await js.consumers.get(stream, { filter_subjects: filter, opt_start_seq: Math.max(fromSeq, 1) })
-            const messages = await consumer.consume({ max_messages: PULL_MAX_MESSAGES })
-            return { pending: (await consumer.info(true)).num_pending, messages, consumer }
+            const messages = await consumer.consume({
+              max_messages: PULL_MAX_MESSAGES,
+              expires: PULL_EXPIRES_MS,
+              idle_heartbeat: IDLE_HEARTBEAT_MS,
+            })
+            const stalled = (async () => {
+              for await (const status of messages.status()) {
+                if (status.type === "heartbeats_missed") return true
+                // A pull that expired with nothing while the stream holds a newer matching message.
+                if (status.type === "debug" && status.code === 408) {
+                  const newest = await jsm.streams.getMessage(stream, { last_by_subj: filter }).then((m) => m?.seq ?? 0, () => 0)
+                  if (newest >= delivered()) return true
+                }
+              }
+              return false
+            })()
+            return { pending: (await consumer.info(true)).num_pending, messages, consumer, stalled }
           },
           catch: unavailable("cannot create consumer"),
         }),
@@ -206,7 +259,8 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
           Effect.map(lastOn(filter), (last) => {
             const from = Math.max(fromSeq, 1)
             if (from > last) return Stream.empty
-            return Stream.flatMap(consume(filter, from), ({ pending, messages }) =>
+            let taken = from
+            return Stream.flatMap(consume(filter, from, () => taken), ({ pending, messages, stalled }) =>
               Stream.unwrap(
                 Effect.map(pending === 0 ? lastOn(filter) : Effect.succeed(last), (stillLast) =>
                   stillLast < from
@@ -220,7 +274,17 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
                               : Effect.succeed(false),
                         ),
                         Stream.filter((m) => m.seq <= last),
-                        Stream.map(toRaw),
+                        Stream.map((m) => {
+                          taken = m.seq + 1
+                          return toRaw(m)
+                        }),
+                        Stream.interruptWhen(
+                          Effect.promise(() => stalled).pipe(
+                            Effect.flatMap((s) =>
+                              s ? Effect.fail(new LogUnavailable({ message: "read stalled: its consumer stopped delivering" })) : Effect.never,
+                            ),
+                          ),
+                        ),
                       ),
                 ),
               ),
@@ -237,10 +301,11 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
           let next = fromSeq
           const untilReconnect = Stream.unwrap(
             Effect.map(Ref.get(reconnected), (reconnect) =>
-              Stream.flatMap(consume(filter, next), ({ messages }) =>
+              Stream.flatMap(consume(filter, next, () => next), ({ messages, stalled }) =>
                 iterate(messages, unavailable("follow failed")).pipe(
                   Stream.map(toRaw),
                   Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
+                  Stream.interruptWhen(Effect.promise(() => stalled).pipe(Effect.flatMap((s) => (s ? Effect.void : Effect.never)))),
                 ),
               ).pipe(Stream.interruptWhen(Deferred.await(reconnect))),
             ),

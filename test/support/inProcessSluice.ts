@@ -41,6 +41,7 @@ export const startInProcessSluice = async (options: {
     host: "127.0.0.1",
     dataDir,
     natsUrl: Option.fromNullable(options.natsUrl),
+    natsReplicas: 1,
     modelsPath: Option.some(modelsPath),
     bootstrapKey: Option.some(Redacted.make(BOOTSTRAP_KEY)),
     adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),

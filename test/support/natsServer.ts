@@ -36,7 +36,7 @@ const allThreadsStopped = (pid: number): boolean => {
   }
 }
 
-const findBinary = (): string => {
+export const findBinary = (): string => {
   const candidates = [
     ...(process.env.PATH ?? "").split(delimiter).filter((d) => d !== "").map((d) => join(d, "nats-server")),
     "/usr/sbin/nats-server",
@@ -64,10 +64,12 @@ const accepts = (port: number): Promise<boolean> =>
     socket.once("error", () => resolve(false))
   })
 
-const launch = async (binary: string, port: number, storeDir: string, jetstream = true): Promise<ChildProcess> => {
-  const child = spawn(binary, [...(jetstream ? ["-js"] : []), "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir], {
-    stdio: ["ignore", "ignore", "pipe"],
-  })
+const launch = (binary: string, port: number, storeDir: string, jetstream = true): Promise<ChildProcess> =>
+  launchNats(binary, port, [...(jetstream ? ["-js"] : []), "-a", "127.0.0.1", "-p", String(port), "-sd", storeDir])
+
+/** Starts nats-server with `args` and resolves once it accepts connections on `port`. */
+export const launchNats = async (binary: string, port: number, args: ReadonlyArray<string>): Promise<ChildProcess> => {
+  const child = spawn(binary, [...args], { stdio: ["ignore", "ignore", "pipe"] })
   let stderr = ""
   child.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)))
   const deadline = Date.now() + 15_000

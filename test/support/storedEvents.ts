@@ -1,4 +1,4 @@
-import { jetstream } from "@nats-io/jetstream"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import Database from "better-sqlite3"
 import { join } from "node:path"
@@ -34,15 +34,18 @@ const fromSqlite = (dataDir: string, batchId: string): Array<StoredEvent> => {
 
 /** One batch's history from JetStream with an ordered consumer, bypassing the service's adapter. */
 const fromJetStream = async (natsUrl: string, batchId: string): Promise<Array<StoredEvent>> => {
-  const nc = await connect({ servers: natsUrl })
+  const nc = await connect({ servers: natsUrl.split(","), timeout: 5_000 })
   try {
-    const consumer = await jetstream(nc).consumers.get("SLUICE", { filter_subjects: `batch.${batchId}.>` })
+    const filter = `batch.${batchId}.>`
+    // Up to the last message on the batch's subjects: 2.9.10's pending counts are not to be trusted.
+    const last = (await (await jetstreamManager(nc)).streams.getMessage("SLUICE", { last_by_subj: filter }))?.seq ?? 0
     const events: Array<StoredEvent> = []
-    if ((await consumer.info(true)).num_pending === 0) return events
+    if (last === 0) return events
+    const consumer = await jetstream(nc).consumers.get("SLUICE", { filter_subjects: filter })
     const messages = await consumer.consume()
     for await (const m of messages) {
       events.push(decode(m.seq, m.subject, m.data))
-      if (m.info.pending === 0) break
+      if (m.seq >= last) break
     }
     return events
   } finally {
