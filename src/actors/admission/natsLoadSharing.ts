@@ -14,6 +14,7 @@ import {
   received,
   waitsForOthers,
 } from "../../domain/account/slotSharing.js"
+import type { NatsDeployment } from "../../config/nats.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
 import { LoadSharing, type LoadSharingShape } from "../LoadSharing.js"
 
@@ -24,7 +25,6 @@ const COALESCE_MS = 2
 /** How long `nextReports` waits for a report before it gives up. */
 const ROUND_WAIT_MS = 250
 const STREAM = "SLUICE_LOAD"
-const LOG_STREAM = "SLUICE"
 const SUBJECTS = "sluice.load.>"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -48,7 +48,7 @@ const movedModels = (before: LoadReport | undefined, after: LoadReport | undefin
  * all reports in the stream's one order (the bound in slotSharing.ts needs both). Reports and reads
  * run on wall-clock time: they are I/O between processes, not a rule of the actors.
  */
-const make = (url: string, instanceId: string) =>
+const make = (url: string, instanceId: string, replicas: number) =>
   Effect.gen(function* () {
     const clock = Clock.make()
     const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
@@ -75,22 +75,27 @@ const make = (url: string, instanceId: string) =>
         ),
       ),
     )
+    // As many replicas as the log: reports that vanish with one node would stop every limited account.
+    // Like the log's stream, an existing one is raised to the count, never lowered.
     const ensureStream = Effect.tryPromise(async () => {
-      // As many replicas as the event log's stream: reports that vanish with one node would stop every limited account.
-      const replicas = await jsm.streams.info(LOG_STREAM).then((info) => info.config.num_replicas, () => 1)
       const config = {
         name: STREAM,
         subjects: [SUBJECTS],
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         max_age: 2 * LOAD_TTL_MS * 1_000_000,
-        num_replicas: Math.max(1, replicas),
+        num_replicas: replicas,
       }
-      await jsm.streams.add(config).catch(async (e: unknown) => {
-        // Another instance created it first.
-        if (await jsm.streams.info(STREAM).then(() => true, () => false)) return
-        throw e
-      })
+      const existing = await jsm.streams.info(STREAM).catch(() => undefined)
+      if (existing === undefined) {
+        await jsm.streams.add(config).catch(async (e: unknown) => {
+          // Another instance created it first.
+          if (await jsm.streams.info(STREAM).then(() => true, () => false)) return
+          throw e
+        })
+      } else if (existing.config.num_replicas < replicas) {
+        await jsm.streams.update(STREAM, { num_replicas: replicas })
+      }
     })
     yield* ensureStream.pipe(
       Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.intersect(Schedule.recurs(20)))),
@@ -216,4 +221,5 @@ const make = (url: string, instanceId: string) =>
   })
 
 /** Instances on one NATS server (or cluster) share their load through reports on the `SLUICE_LOAD` stream. */
-export const natsLoadSharing = (url: string, instanceId: string) => Layer.scoped(LoadSharing, make(url, instanceId))
+export const natsLoadSharing = (nats: NatsDeployment, instanceId: string) =>
+  Layer.scoped(LoadSharing, make(nats.url, instanceId, nats.replicas))
