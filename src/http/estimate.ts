@@ -47,7 +47,7 @@ export const estimateBatch = (
             ...costRange(entry, prompt, completion),
             tokens: tokens.source,
             rows_ahead: place.rowsAhead,
-            estimated_completion_at: place.finishesAt === undefined ? null : Math.ceil(place.finishesAt / 1000),
+            estimated_completion_at: place.finishesAt === undefined ? null : Math.round(place.finishesAt / 1000),
           }
         }),
       { concurrency: 4 },

@@ -62,7 +62,7 @@ export const makeEtas = (db: ReadModel["Type"], projector: ProjectorShape) => {
       ahead += estimate.rowsAhead
       last = last === undefined || estimate.finishesAt === undefined ? undefined : Math.max(last, estimate.finishesAt)
     }
-    return { rows_ahead: ahead, estimated_completion_at: last === undefined ? null : Math.ceil(last / 1000) }
+    return { rows_ahead: ahead, estimated_completion_at: last === undefined ? null : Math.round(last / 1000) }
   }
 
   return { ofBatch, onModel }
