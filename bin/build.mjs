@@ -18,8 +18,8 @@ const common = {
 const path = (relative) => new URL(relative, import.meta.url).pathname
 
 await Promise.all([
-  build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs") }),
   // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
+  build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs"), external: ["better-sqlite3"] }),
   build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
   build({
     entryPoints: [path("../console/main.ts")],

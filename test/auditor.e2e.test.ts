@@ -114,8 +114,15 @@ describe.each(["embedded", "nats"] as const)("the %s event log read by an audito
     expect((await api.call("DELETE", `/v1/batches/${created.body.id}`)).status).toBe(200)
     const left = await readLog(`batch.${created.body.id}.>`)
     expect(left.map((m) => [m.subject, Object.keys(m.event).sort()])).toEqual([
-      [`batch.${created.body.id}.batch_purged`, ["account_id", "batch_id", "created_at", "deleted_at", "reason", "type"]],
+      [`batch.${created.body.id}.batch_purged`, ["account_id", "batch_id", "chain_heads", "created_at", "deleted_at", "reason", "type"]],
     ])
+    // The last hash-chain link of each purged subject, and nothing else.
+    const heads = (left[0]!.event as { chain_heads: Record<string, string> }).chain_heads
+    expect(Object.keys(heads)).toContain(`batch.${created.body.id}.batch_created`)
+    for (const [subject, link] of Object.entries(heads)) {
+      expect(subject.startsWith(`batch.${created.body.id}.`)).toBe(true)
+      expect(link).toMatch(/^[0-9a-f]{64}$/)
+    }
     expect(left[0]!.event).toMatchObject({ batch_id: created.body.id, account_id: "bootstrap", reason: "deleted" })
     expect(Math.floor((left[0]!.event as { created_at: number }).created_at / 1000)).toBe(done.created_at)
     expect(JSON.stringify(left)).not.toMatch(/secret prompt|Simulated answer/)

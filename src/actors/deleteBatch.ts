@@ -1,6 +1,7 @@
-import { Effect, Schedule } from "effect"
+import { Effect, Schedule, Stream } from "effect"
 import type { BatchEvent, DeletionReason } from "../domain/batch/events.js"
-import { batchSubject, oneBatch } from "../domain/batch/subjects.js"
+import { batchSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
+import { HASH_HEADER } from "../eventlog/eventHeaders.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -32,6 +33,13 @@ export const makeDeleteBatch = Effect.gen(function* () {
     Effect.gen(function* () {
       const tombstone = tombstones.one(batchId)
       if (tombstone === undefined || tombstone.purged === 1) return
+      const heads: Record<string, string> = {}
+      yield* log.read(oneBatch(batchId), 1, withoutRowBodies).pipe(
+        Stream.runForEach((m) => Effect.sync(() => {
+          const link = m.headers?.[HASH_HEADER]
+          if (link !== undefined) heads[m.subject] = link
+        })),
+      )
       yield* log.purge(oneBatch(batchId))
       const event: BatchEvent = {
         type: "batch_purged",
@@ -40,6 +48,7 @@ export const makeDeleteBatch = Effect.gen(function* () {
         created_at: tombstone.created_at,
         deleted_at: tombstone.deleted_at,
         reason: tombstone.reason,
+        ...(Object.keys(heads).length === 0 ? {} : { chain_heads: heads }),
       }
       // No message id: a purge does not clear JetStream's de-duplication window, which would drop the
       // tombstone written again after a crash. The guard alone keeps it to one.

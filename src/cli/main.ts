@@ -4,6 +4,7 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Cause, Effect, Exit, Option } from "effect"
 import { adminCommand, adminNode } from "./adminCommands.js"
+import { auditCommand, auditNode } from "./auditCommands.js"
 import { authCommand, authNode } from "./authCommands.js"
 import { batchCommand, batchNode } from "./batchCommands.js"
 import { group, helpFor, resolve } from "./commandTree.js"
@@ -12,8 +13,8 @@ import { styled, withPlainWhereDue } from "./output.js"
 
 const VERSION = "0.1.0"
 
-const root = group("sluice", "The Sluice batch inference CLI", [authNode, batchNode, adminNode])
-const sluice = root.own.pipe(Command.withSubcommands([authCommand, batchCommand, adminCommand]))
+const root = group("sluice", "The Sluice batch inference CLI", [authNode, batchNode, adminNode, auditNode])
+const sluice = root.own.pipe(Command.withSubcommands([authCommand, batchCommand, adminCommand, auditCommand]))
 
 const args = process.argv.slice(2)
 const { path, rest } = resolve(root.node, args)

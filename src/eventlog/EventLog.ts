@@ -7,6 +7,8 @@ export interface AppendInput {
   readonly msgId?: string
   /** Optimistic concurrency: the append fails unless the subject's last seq equals this (0: subject empty). */
   readonly expectLastSubjectSeq?: number
+  /** Stored with the message and given back on read; the log adds its own (eventHeaders.ts) to every append. */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 export interface AppendResult {
@@ -31,6 +33,8 @@ export interface LogMessage {
   readonly resumeSeq?: number
   /** Where a multi-part message's first part is stored (`seq` is its last part's); absent for one part. */
   readonly firstSeq?: number
+  /** The message's own headers (CloudEvents attributes, its chain link), without the log's `Nats-` ones or `Sluice-Chunk`. */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 export interface ReadOptions {

@@ -1,6 +1,7 @@
 import Database from "better-sqlite3"
 import { Chunk, Deferred, Effect, Exit, FiberId, Layer, Option, Stream } from "effect"
 import {
+  CHUNK_HEADER,
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
   type RawEventLog,
@@ -67,7 +68,7 @@ const statements = (db: Database.Database) => {
   const page = (where: string, omitting: boolean) =>
     db.prepare<[PageParams], StoredRow>(
       `SELECT seq, subject, headers,
-         ${omitting ? `CASE WHEN (length(data) >= ${OMIT_FROM_BYTES} OR headers IS NOT NULL) AND subject LIKE @skipLike ESCAPE '\\' AND subject_matches(@skip, subject) THEN x'' ELSE data END AS data` : "data"},
+         ${omitting ? `CASE WHEN (length(data) >= ${OMIT_FROM_BYTES} OR instr(headers, '${CHUNK_HEADER}') > 0) AND subject LIKE @skipLike ESCAPE '\\' AND subject_matches(@skip, subject) THEN x'' ELSE data END AS data` : "data"},
          time
        FROM messages WHERE seq >= @from AND seq <= @upto ${where} ORDER BY seq`,
     )

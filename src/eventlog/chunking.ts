@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Exit, Option, Stream } from "effect"
 import {
   type AppendInput,
   type AppendResult,
@@ -9,17 +9,14 @@ import {
   type ReadOptions,
   WrongLastSequence,
 } from "./EventLog.js"
+import { HASH_HEADER, makeStamper } from "./eventHeaders.js"
 
 export const CHUNK_HEADER = "Sluice-Chunk"
 export const DEFAULT_MAX_PAYLOAD = 900 * 1024
 
-export interface RawAppend extends AppendInput {
-  readonly headers?: Readonly<Record<string, string>>
-}
+export interface RawAppend extends AppendInput {}
 
-export interface RawMessage extends LogMessage {
-  readonly headers?: Readonly<Record<string, string>>
-}
+export interface RawMessage extends LogMessage {}
 
 /** One outcome per message: a failed expectation does not stop the other messages of the append. */
 export type RawOutcome = AppendResult | WrongLastSequence
@@ -46,22 +43,23 @@ const chunkIdFor = (msgId: string | undefined): string =>
     : createHash("sha256").update(msgId).digest("base64url").slice(0, 32)
 
 export const splitIntoParts = (message: AppendInput, maxPayload: number): ReadonlyArray<RawAppend> => {
-  const { subject, data, msgId, expectLastSubjectSeq } = message
+  const { subject, data, msgId, expectLastSubjectSeq, headers } = message
   if (data.length <= maxPayload) return [message]
   const n = Math.ceil(data.length / maxPayload)
   const chunkId = chunkIdFor(msgId)
+  // Every part carries the message's headers: a reader of one stored part finds its link there.
   return Array.from({ length: n }, (_, i) => ({
     subject,
     data: data.subarray(i * maxPayload, (i + 1) * maxPayload),
-    headers: { [CHUNK_HEADER]: `${chunkId} ${i} ${n}` },
+    headers: { ...headers, [CHUNK_HEADER]: `${chunkId} ${i} ${n}` },
     ...(msgId === undefined ? {} : { msgId: `${msgId}#${i}` }),
     ...(i === 0 && expectLastSubjectSeq !== undefined ? { expectLastSubjectSeq } : {}),
   }))
 }
 
-const appendChunked = (raw: RawEventLog) => (messages: ReadonlyArray<AppendInput>) =>
+const appendChunked = (raw: RawEventLog) => (stamped: ReadonlyArray<AppendInput>) =>
   Effect.gen(function* () {
-    const plans = messages.map((m) => splitIntoParts(m, raw.maxPayload))
+    const plans = stamped.map((m) => splitIntoParts(m, raw.maxPayload))
     const outcomes: Array<Array<RawOutcome | undefined>> = plans.map((parts) => parts.map(() => undefined))
     let batch: Array<readonly [plan: number, part: number]> = []
     const flush = Effect.gen(function* () {
@@ -93,7 +91,32 @@ const appendChunked = (raw: RawEventLog) => (messages: ReadonlyArray<AppendInput
     return results
   })
 
+/** Appends stamped with the log's headers (eventHeaders.ts), then stored in parts where they must be. */
+const appendStamped = (raw: RawEventLog) => {
+  const stamper = makeStamper({
+    lastSeqOf: raw.lastSeqOf,
+    linkAt: (subject, seq) => Effect.map(raw.range(subject, seq, seq), (stored) => stored[0]?.headers?.[HASH_HEADER] ?? ""),
+  })
+  const append = appendChunked(raw)
+  return (messages: ReadonlyArray<AppendInput>) =>
+    Effect.flatMap(stamper.stamp(messages), (stamped) =>
+      Effect.onExit(append(stamped), (exit) =>
+        Effect.sync(() => stamper.settled(stamped, Exit.isSuccess(exit) ? exit.value : undefined)),
+      ),
+    )
+}
+
+/** A message's own headers: everything but the chunk header, which only says how it was stored. */
+const ownHeaders = (headers: Readonly<Record<string, string>> | undefined) => {
+  if (headers === undefined) return undefined
+  const { [CHUNK_HEADER]: _, ...own } = headers
+  return Object.keys(own).length === 0 ? undefined : own
+}
+const withHeaders = <M extends object>(message: M, headers: Readonly<Record<string, string>> | undefined) =>
+  headers === undefined ? message : { ...message, headers }
+
 interface Assembly {
+  readonly headers: Readonly<Record<string, string>> | undefined
   readonly firstSeq: number
   readonly subject: string
   readonly n: number
@@ -122,9 +145,11 @@ const makeReassembler = () => {
   }
   return (m: RawMessage): Option.Option<LogMessage> => {
     const header = m.headers?.[CHUNK_HEADER]
-    if (header === undefined && open.size === 0) return Option.some({ seq: m.seq, subject: m.subject, time: m.time, data: m.data })
+    if (header === undefined && open.size === 0) {
+      return Option.some(withHeaders({ seq: m.seq, subject: m.subject, time: m.time, data: m.data }, m.headers))
+    }
     const plain = { seq: m.seq, subject: m.subject, time: m.time }
-    if (header === undefined) return Option.some(withResume({ ...plain, data: m.data }))
+    if (header === undefined) return Option.some(withResume(withHeaders({ ...plain, data: m.data }, m.headers)))
     const [id = "", iText = "", nText = ""] = header.split(" ")
     const i = Number(iText)
     const n = Number(nText)
@@ -132,7 +157,7 @@ const makeReassembler = () => {
       open.delete(id)
       // A writer that died mid-message leaves an assembly that never completes; bound the leak.
       if (open.size >= MAX_OPEN_ASSEMBLIES) open.delete(open.keys().next().value!)
-      open.set(id, { firstSeq: m.seq, subject: m.subject, n, parts: [m.data] })
+      open.set(id, { headers: ownHeaders(m.headers), firstSeq: m.seq, subject: m.subject, n, parts: [m.data] })
     } else {
       const assembly = open.get(id)
       if (assembly === undefined || assembly.n !== n || assembly.parts.length !== i || assembly.subject !== m.subject) {
@@ -144,7 +169,7 @@ const makeReassembler = () => {
     const assembly = open.get(id)!
     if (assembly.parts.length < n) return Option.none()
     open.delete(id)
-    return Option.some(withResume({ ...plain, data: concat(assembly.parts), firstSeq: assembly.firstSeq }))
+    return Option.some(withResume(withHeaders({ ...plain, data: concat(assembly.parts), firstSeq: assembly.firstSeq }, assembly.headers)))
   }
 }
 
@@ -154,7 +179,7 @@ const reassemble = <E>(stream: Stream.Stream<RawMessage, E>): Stream.Stream<LogM
 /** The port over a raw adapter: splits large appends into parts and joins them again on read. */
 export const withChunking = (raw: RawEventLog): EventLogShape => ({
   maxPayload: raw.maxPayload,
-  append: appendChunked(raw),
+  append: appendStamped(raw),
   read: (filter, fromSeq, options) => reassemble(raw.read(filter, fromSeq, options)),
   follow: (filter, fromSeq, options) => reassemble(raw.follow(filter, fromSeq, options)),
   readMessage: (subject, firstSeq, seq) =>

@@ -1,4 +1,5 @@
 import { CHUNK_HEADER } from "./chunking.js"
+import { HASH_HEADER, PREV_HASH_HEADER } from "./eventHeaders.js"
 
 /** A header a stored message may carry, as the event contract (the AsyncAPI document) describes it. */
 export interface DocumentedHeader {
@@ -25,5 +26,31 @@ export const documentedHeaders: ReadonlyArray<DocumentedHeader> = [
     description:
       "`<chunk_id> <index> <count>`: this message is part `index` (0-based) of `count` consecutive parts on the same subject; " +
       "join the parts' data in order to get the event. Absent on a message stored in one part.",
+  },
+  ...(
+    [
+      ["ce-specversion", "CloudEvents spec version, `1.0` (the CloudEvents NATS binding, binary mode: the payload is the event's data)"],
+      ["ce-id", "The event's id: its `Nats-Msg-Id` where it has one, else a random UUID"],
+      ["ce-type", "`sluice.<aggregate>.<event_type>`, e.g. `sluice.batch.row_completed`, `sluice.account.key_created`"],
+      ["ce-source", "`/sluice`"],
+      ["ce-subject", "The aggregate's id: the subject's second token (the batch id, the account id, the idempotency digest)"],
+      ["ce-time", "When the log was asked to store the message (RFC 3339); the event's own time is in its payload"],
+      ["ce-datacontenttype", "`application/json`"],
+    ] as const
+  ).map(([name, description]) => ({ name, description, always: true })),
+  {
+    name: HASH_HEADER,
+    always: false,
+    description:
+      "On every message of a `batch.` subject: its link in that subject's hash chain, the hex SHA-256 of " +
+      "`<previous link>\\n<subject>\\n` followed by the message's data (all its parts joined); the previous link is \"\" for " +
+      "the subject's first message. Every part of a chunked message carries it.",
+  },
+  {
+    name: PREV_HASH_HEADER,
+    always: false,
+    description:
+      "On every message of a `batch.` subject but its first: the previous message's `Sluice-Sha256`. A missing, altered " +
+      "or inserted message breaks the chain at the next one; `batch_purged` keeps each purged subject's last link.",
   },
 ]

@@ -28,7 +28,7 @@ export const removeReadModelFiles = (path: string): void => {
 export const rebuildReadModel = (
   log: EventLogShape,
   path: string,
-  options: { readonly window?: number } = {},
+  options: { readonly window?: number; /** Stop at this seq rather than at the log's end. */ readonly upto?: number } = {},
 ): Effect.Effect<Rebuilt, LogUnavailable> =>
   Effect.gen(function* () {
     yield* Effect.sync(() => removeReadModelFiles(path))
@@ -39,7 +39,8 @@ export const rebuildReadModel = (
     db.pragma("cache_size = -131072")
     yield* Effect.addFinalizer(() => Effect.sync(() => db.pragma("synchronous = NORMAL")))
     const apply = makeApplier(db)
-    const lastSeq = yield* log.lastSeq
+    const end = yield* log.lastSeq
+    const lastSeq = options.upto === undefined ? end : Math.min(end, options.upto)
     const totals = { events: 0, skipped: 0, appliedSeq: 0 }
     yield* log.read(">", 1, withoutRowBodies).pipe(
       Stream.takeWhile((m) => m.seq <= lastSeq),

@@ -39,6 +39,10 @@ describe("sluice --help and its commands' help, run as a process", () => {
       "sluice admin key <command>",
       "sluice admin key create",
       "sluice admin key revoke",
+      "sluice audit <command>",
+      "sluice audit history",
+      "sluice audit as-of",
+      "sluice audit verify",
     ])
     expect(help.stdout).not.toContain("admin admin")
     // Each listed command is followed by its description, indented: none is blank.

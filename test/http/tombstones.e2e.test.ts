@@ -112,6 +112,8 @@ describe.each([
     await waitFor("retention to delete the batch", async () => (await api.call("GET", `/v1/batches/${batch.id}`)).status === 404)
     const answer = await api.call("GET", `/v1/batches/${batch.id}`)
     expectNotFound(answer, new RegExp(`^Batch '${batch.id}' was deleted at .* \\(Unix \\d+\\), when its retention period ended; its requests and results are gone$`), "batch_deleted")
+    // The purge follows the deletion the API already shows.
+    await waitFor("the history to be purged", async () => (await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)).length === 1)
     const log = await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)
     expect(log.map((e) => e.type)).toEqual(["batch_purged"])
   })

@@ -67,3 +67,4 @@ export type AccountEvent = typeof AccountEvent.Type
 
 export const accountSubject = (accountId: string, type: AccountEvent["type"]) => `account.${accountId}.${type}`
 export const everyAccountEvent = "account.>"
+export const oneAccount = (accountId: string) => `account.${accountId}.>`

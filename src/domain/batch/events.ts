@@ -199,6 +199,8 @@ export const BatchPurged = Schema.Struct({
   created_at: Schema.Number,
   deleted_at: Schema.Number,
   reason: DeletionReason,
+  /** Each purged subject's last hash-chain link (its `Sluice-Sha256`), for whoever kept a copy of the history. */
+  chain_heads: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
 })
 
 export const BatchEvent = Schema.Union(

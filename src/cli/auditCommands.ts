@@ -1,0 +1,100 @@
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import { Effect, Option } from "effect"
+import { accountHistory, batchHistory, historyLine } from "../audit/history.js"
+import { auditLog, auditTarget, type NoEventLog } from "../audit/auditLog.js"
+import { verificationReport, verifyLog } from "../audit/verify.js"
+import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
+import { batchAsOf } from "../projections/asOf.js"
+import { batchReads, toBatchObject } from "../projections/batchReads.js"
+import { resultReads } from "../projections/resultReads.js"
+import { group, leaf } from "./commandTree.js"
+import { CliFailure, ExitCode, fail } from "./failure.js"
+import { out, outDrained } from "./output.js"
+
+/** The audit commands read the event log itself, as the service is configured to (NATS_URL, SLUICE_DATA_DIR). */
+const onTheLog = <A>(effect: Effect.Effect<A, CliFailure | LogUnavailable | NoEventLog, EventLog>): Effect.Effect<A, CliFailure> =>
+  effect.pipe(
+    Effect.provide(auditLog),
+    Effect.catchIf(
+      (e): e is LogUnavailable | NoEventLog => !(e instanceof CliFailure),
+      (e) => fail(e._tag === "NoEventLog" ? e.message : `the event log cannot be read: ${e.message}`),
+    ),
+  )
+
+const batchId = Options.text("batch-id").pipe(Options.withDescription("The batch's id (batch_…)"))
+
+const history = leaf(
+  "Every event of a batch (or of an account and its keys), in log order, with its sequence, time and type",
+  Command.make(
+    "history",
+    {
+      batchId: batchId.pipe(Options.optional),
+      accountId: Options.text("account-id").pipe(Options.withDescription("An account's id: its events and its keys'"), Options.optional),
+      json: Options.boolean("json").pipe(Options.withDescription("One JSON object per line: seq, time, subject, type, event")),
+      bodies: Options.boolean("bodies").pipe(Options.withDescription("Include the request and response bodies")),
+    },
+    ({ batchId, accountId, json, bodies }) =>
+      onTheLog(
+        Effect.gen(function* () {
+          const log = yield* EventLog
+          if (Option.isSome(batchId) === Option.isSome(accountId)) return yield* fail("give exactly one of --batch-id and --account-id", ExitCode.usage)
+          const entries = Option.isSome(batchId) ? yield* batchHistory(log, batchId.value, bodies) : yield* accountHistory(log, Option.getOrThrow(accountId))
+          if (entries.length === 0) return yield* fail(`no events found for ${Option.getOrElse(batchId, () => Option.getOrThrow(accountId))}`)
+          for (const e of entries) yield* outDrained(json ? JSON.stringify(e) : historyLine(e))
+        }),
+      ),
+  ),
+)
+
+const asOf = leaf(
+  "A batch and its results as they were at a moment, replayed from its events",
+  Command.make(
+    "as-of",
+    {
+      batchId,
+      at: Options.text("at").pipe(Options.withDescription("Unix seconds, or an ISO 8601 time such as 2026-12-01T12:00:00Z")),
+    },
+    ({ batchId, at }) =>
+      onTheLog(
+        Effect.gen(function* () {
+          const seconds = /^[0-9]{1,12}$/.test(at) ? Number(at) : Math.floor(Date.parse(at) / 1000)
+          if (!Number.isFinite(seconds)) return yield* fail(`--at takes Unix seconds or an ISO 8601 time, not '${at}'`, ExitCode.usage)
+          const log = yield* EventLog
+          const answer = yield* Effect.scoped(
+            Effect.map(batchAsOf(log, batchId, seconds), (db) => {
+              const row = batchReads(db).one(batchId)
+              if (row === undefined) return undefined
+              const results = resultReads(db)
+              return { batch: toBatchObject(row), results: JSON.parse(results.pageJson(batchId, 0, 1_000_000_000, {})).data }
+            }),
+          )
+          if (answer === undefined) return yield* fail(`no batch ${batchId} as of ${seconds} (${new Date(seconds * 1000).toISOString()})`)
+          yield* out(JSON.stringify(answer, null, 2))
+        }),
+      ),
+  ),
+)
+
+const verify = leaf(
+  "Checks every hash chain of the log and compares a read model rebuilt from it with the live one, batch by batch",
+  Command.make("verify", {}, () =>
+    onTheLog(
+      Effect.gen(function* () {
+        const { livePath, scratchPath } = yield* Effect.orDie(auditTarget)
+        const log = yield* EventLog
+        const report = verificationReport(yield* verifyLog(log, livePath, scratchPath))
+        for (const line of report.lines) yield* out(line)
+        if (!report.ok) return yield* Effect.fail(new CliFailure({ message: "the log or the read model does not verify", exitCode: ExitCode.error }))
+      }),
+    ),
+  ),
+)
+
+const audit = group("audit", "Read and verify the event log (where NATS_URL or SLUICE_DATA_DIR point, as for the server)", [
+  history.node,
+  asOf.node,
+  verify.node,
+])
+export const auditNode = audit.node
+export const auditCommand = audit.own.pipe(Command.withSubcommands([history.command, asOf.command, verify.command]))
