@@ -17,6 +17,7 @@ import {
 import type { NatsDeployment } from "../../config/nats.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
 import { LoadSharing, type LoadSharingShape } from "../LoadSharing.js"
+import { natsServers } from "../../eventlog/JetStreamEventLog.js"
 
 /** A report not renewed for this long is dropped: a stopped instance's requests stop counting then. */
 export const LOAD_TTL_MS = 10_000
@@ -54,7 +55,7 @@ const make = (url: string, instanceId: string, replicas: number) =>
     const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
     const nc = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
+        try: () => connect({ servers: natsServers(url), maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
         catch: (e) => new LogUnavailable({ message: `load sharing cannot connect to ${url}: ${String(e)}`, cause: e }),
       }),
       (nc) => Effect.promise(() => nc.close().catch(() => undefined)),
