@@ -1,3 +1,4 @@
+import { upcast } from "../domain/versions/upcast.js"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream } from "effect"
 import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
@@ -31,7 +32,7 @@ const encoder = new TextEncoder()
 const eventOf = (message: LogMessage): Exclude<BatchEvent, typeof RowBodies.Type> | undefined => {
   if (isRowBodiesSubject(message.subject)) return undefined
   try {
-    const event = Either.getOrUndefined(decode(JSON.parse(decoder.decode(message.data))))
+    const event = Either.getOrUndefined(decode(upcast(JSON.parse(decoder.decode(message.data)))))
     return event?.type === "row_bodies" ? undefined : event
   } catch {
     return undefined

@@ -1,5 +1,6 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
+import { upcast } from "../domain/versions/upcast.js"
 import { BatchEvent, isRowEvent } from "../domain/batch/events.js"
 import { rowEffect } from "../domain/batch/rowEffect.js"
 import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
@@ -78,7 +79,7 @@ export const makeApplier = (
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     let payload: unknown
     try {
-      payload = JSON.parse(text.decode(message.data))
+      payload = upcast(JSON.parse(text.decode(message.data)))
     } catch {
       return false
     }
