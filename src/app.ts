@@ -46,9 +46,9 @@ export const leaseStoreLayer = (config: SluiceConfig) =>
 
 /** Instances on one NATS log share their accounts' slots and models' interactive load; the embedded log has one instance. */
 export const loadSharingLayer = (config: SluiceConfig) =>
-  Option.match(config.natsUrl, {
+  Option.match(natsDeployment(config), {
     onNone: () => LoadSharing.alone,
-    onSome: (url) => natsLoadSharing(url, config.instanceId),
+    onSome: (nats) => natsLoadSharing(nats, config.instanceId),
   })
 
 /** One read model per log backend: its offsets are positions in that log only. */

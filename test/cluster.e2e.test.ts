@@ -6,6 +6,7 @@ import * as JetStreamEventLog from "../src/eventlog/JetStreamEventLog.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsCluster, startNatsCluster } from "./support/natsCluster.js"
+import { freePort } from "./support/ports.js"
 import { type Sluice, startSluice } from "./support/sluice.js"
 import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
 import { waitFor } from "./support/waitFor.js"
@@ -64,7 +65,8 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
   it("keeps the stream in three replicas, and a kill -9 of its leader mid-batch, then its restart, loses and repeats no row", { timeout: 180_000 }, async () => {
     sluice = await startSluice({
       models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 8 }],
-      natsUrl: cluster.url,
+      // A server that is not there heads the list: the clients connect to the others.
+      natsUrl: `nats://127.0.0.1:${await freePort()},${cluster.url}`,
       env: { SLUICE_NATS_REPLICAS: "3" },
     })
     const nc = await connect({ servers: cluster.nodes.map((n) => n.url) })

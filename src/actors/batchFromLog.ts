@@ -1,5 +1,6 @@
 import { Effect, Schema, Stream } from "effect"
 import { BatchEvent } from "../domain/batch/events.js"
+import { upcast } from "../domain/versions/upcast.js"
 import { type BatchMessage, LaneWindow, eventsOf } from "../domain/batch/laneWindow.js"
 import { type BatchState, evolve, initialState } from "../domain/batch/state.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
@@ -13,7 +14,7 @@ const text = new TextDecoder()
 /** A batch's message, or undefined for one that is not Sluice's (a foreign publisher on our subjects). */
 export const decodeBatchMessage = (message: LogMessage): BatchMessage | undefined => {
   try {
-    const payload = JSON.parse(text.decode(message.data)) as { type?: unknown }
+    const payload = upcast(JSON.parse(text.decode(message.data))) as { type?: unknown }
     return payload.type === "lane_window" ? decodeWindow(payload) : decodeEvent(payload)
   } catch {
     return undefined

@@ -5,6 +5,7 @@ import { batchSubject } from "../domain/batch/subjects.js"
 import { IdempotencyEvent } from "../domain/idempotency/events.js"
 import { idempotencySubject } from "../domain/idempotency/subjects.js"
 import { documentedHeaders } from "../eventlog/headers.js"
+import { WebhookEvent, webhookSubject } from "../domain/webhook/events.js"
 
 /** One kind of stored message: its payload Schema and the subject it is published on. */
 interface MessageKind {
@@ -22,6 +23,9 @@ const batchParameters = { batch_id: "The batch's id, `batch_…`" }
 const accountParameters = { account_id: "The account's id" }
 const DIGEST = "{digest}"
 const idempotencyParameters = { digest: "The hex SHA-256 of the account id and the Idempotency-Key" }
+const WEBHOOK_ID = "{webhook_id}"
+const webhookParameters = { webhook_id: "The webhook endpoint's id, `wh_…`" }
+const webhookSubjectType = { webhook_created: "webhook_created", webhook_deleted: "webhook_deleted", webhook_delivery_attempted: "delivery_attempted" } as const
 
 /** The literal `type` of an event Schema: every event is a struct with one. */
 const typeOf = (schema: Schema.Schema.Any): string => {
@@ -47,6 +51,10 @@ export const messageKinds = (): ReadonlyArray<MessageKind> => [
   ...IdempotencyEvent.members.map((schema): MessageKind => {
     const type = typeOf(schema)
     return { type, schema, address: idempotencySubject(DIGEST), parameters: idempotencyParameters, channel: "idempotency" }
+  }),
+  ...WebhookEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema) as WebhookEvent["type"]
+    return { type, schema, address: webhookSubject(WEBHOOK_ID, webhookSubjectType[type]), parameters: webhookParameters, channel: type }
   }),
 ]
 
@@ -115,7 +123,7 @@ export const asyncApiDocument = (version: string): Json => {
       title: "Sluice event log",
       version,
       description:
-        "Every change to a batch, an account or an idempotency key is an event stored on its own subject of the JetStream stream `SLUICE` " +
+        "Every change to a batch, an account, an idempotency key or a webhook is an event stored on its own subject of the JetStream stream `SLUICE` " +
         "(or the embedded log's table, with the same subjects and headers). `batch.>` takes every batch event, " +
         "`batch.<batch_id>.>` one batch's whole history, `batch.*.<event_type>` one type across all batches. " +
         "Times are Unix milliseconds. Events are never renamed and lose no field; new types and optional fields may be added.",

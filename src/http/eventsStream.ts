@@ -1,3 +1,4 @@
+import { upcast } from "../domain/versions/upcast.js"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream } from "effect"
 import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
@@ -35,7 +36,7 @@ type Shown = Exclude<BatchEvent, typeof RowBodies.Type>
 const eventsOfMessage = (message: LogMessage): ReadonlyArray<Shown> => {
   if (isRowBodiesSubject(message.subject)) return []
   try {
-    const payload = JSON.parse(decoder.decode(message.data)) as { type?: unknown }
+    const payload = upcast(JSON.parse(decoder.decode(message.data))) as { type?: unknown }
     if (payload.type === "lane_window") return Either.getOrUndefined(decodeWindow(payload))?.events ?? []
     const event = Either.getOrUndefined(decode(payload))
     return event === undefined || event.type === "row_bodies" ? [] : [event]

@@ -1,5 +1,6 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
+import { upcast } from "../domain/versions/upcast.js"
 import { BatchEvent, isRowEvent, type RowEvent } from "../domain/batch/events.js"
 import { LaneWindow } from "../domain/batch/laneWindow.js"
 import { type BatchChange, batchesProjection } from "./batches.js"
@@ -97,7 +98,7 @@ export const makeApplier = (
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     let payload: unknown
     try {
-      payload = JSON.parse(text.decode(message.data))
+      payload = upcast(JSON.parse(text.decode(message.data)))
     } catch {
       return false
     }

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3"
 import { Chunk, Context, Effect, Layer, Schema, type Scope, Stream } from "effect"
 import { BatchEvent } from "../domain/batch/events.js"
 import { eventTime, happenedBy } from "../domain/batch/eventTime.js"
+import { upcast } from "../domain/versions/upcast.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
 import type { EventLogShape, LogMessage, LogUnavailable } from "../eventlog/EventLog.js"
 import { makeApplier } from "./Projector.js"
@@ -24,7 +25,7 @@ export const messagesAsOf = (messages: ReadonlyArray<LogMessage>, asOfSeconds: n
     }
     let at: number | undefined
     try {
-      at = eventTime(decode(JSON.parse(text.decode(message.data))))
+      at = eventTime(decode(upcast(JSON.parse(text.decode(message.data)))))
     } catch {
       continue // not one of Sluice's events: the projections skip it too
     }

@@ -190,7 +190,7 @@ export const batchesProjection = (
         finalEvent(event.batch_id, "completed", event.at)
         return false
       case "batch_deleted":
-        s.tombstone.run(event.at, event.reason ?? "deleted", event.batch_id)
+        s.tombstone.run(event.at, event.reason, event.batch_id)
         moves(event.batch_id, () => s.deleted.run(event.batch_id))
         return false
       case "batch_purged":

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AccountEvent, accountSubject } from "../../src/domain/account/events.js"
 import { IdempotencyEvent } from "../../src/domain/idempotency/events.js"
 import { idempotencySubject } from "../../src/domain/idempotency/subjects.js"
+import { WebhookEvent, webhookSubject } from "../../src/domain/webhook/events.js"
 import { onceOnlyTypes, rowEventTypes } from "../../src/domain/batch/events.js"
 import { batchSubject } from "../../src/domain/batch/subjects.js"
 import { CHUNK_HEADER } from "../../src/eventlog/chunking.js"
@@ -30,6 +31,8 @@ const publishedBatchTypes = [...onceOnlyTypes, ...rowEventTypes, "rows_added", "
 const literalType = (m: { fields: { type: unknown } }) => (m.fields.type as { literals: [string] }).literals[0]
 const publishedAccountTypes = AccountEvent.members.map(literalType)
 const publishedIdempotencyTypes = IdempotencyEvent.members.map(literalType)
+const publishedWebhookTypes = WebhookEvent.members.map(literalType)
+const webhookSubjectOf = { webhook_created: "webhook_created", webhook_deleted: "webhook_deleted", webhook_delivery_attempted: "delivery_attempted" } as const
 
 /** A channel's address with its parameters filled in, as a subject. */
 const subjectOf = (address: string, values: Record<string, string>) =>
@@ -62,17 +65,20 @@ describe("the AsyncAPI document", () => {
     const { document, diagnostics } = await new Parser().parse(served)
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
     expect(document?.version()).toMatch(/^3\./)
-    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length)
+    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length)
   })
 
   it("has a message and a channel for every event type the code publishes, on the subject the code builds", async () => {
     const { document } = await new Parser().parse(served)
     const channels = document!.channels().all()
     const find = (subject: string, type: string) =>
-      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", account_id: "acct_x", digest: "d1" }) === subject)
+      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", account_id: "acct_x", digest: "d1", webhook_id: "wh_x" }) === subject)
     for (const type of publishedBatchTypes) expect(find(batchSubject("batch_x", type), type), type).toBeDefined()
     for (const type of publishedAccountTypes) expect(find(accountSubject("acct_x", type as never), type), type).toBeDefined()
     for (const type of publishedIdempotencyTypes) expect(find(idempotencySubject("d1"), type), type).toBeDefined()
+    for (const type of publishedWebhookTypes) {
+      expect(find(webhookSubject("wh_x", webhookSubjectOf[type as keyof typeof webhookSubjectOf]), type), type).toBeDefined()
+    }
     for (const channel of channels) expect(document!.operations().all().some((o) => o.channels().all().some((c) => c.id() === channel.id()))).toBe(true)
   })
 

@@ -178,7 +178,7 @@ describe("batch decider laws", () => {
         if (final === undefined) return
         const after = late.reduce(evolve, final)
         expect(comparable(after)).toEqual(comparable(final))
-        expect(evolve(after, { type: "batch_deleted", batch_id: batchId, at: createdAt + 1e9 }).deleted).toBe(true)
+        expect(evolve(after, { type: "batch_deleted", v: 2, batch_id: batchId, at: createdAt + 1e9, reason: "deleted" }).deleted).toBe(true)
       }),
       { numRuns },
     )

@@ -90,7 +90,7 @@ const batchFailed = (at: number, failed_rows: number): BatchEvent => ({ type: "b
 const batchExpired = (at: number, expired_rows: number): BatchEvent => ({ type: "batch_expired", batch_id, at, expired_rows })
 const batchFailing = (at: number, failed_rows: number): BatchEvent => ({ type: "batch_failing", batch_id, at, error: revoked, failed_rows })
 const batchExpiring = (at: number, expired_rows: number): BatchEvent => ({ type: "batch_expiring", batch_id, at, expired_rows })
-const batchDeleted = (at: number, reason: "deleted" | "retention" = "deleted"): BatchEvent => ({ type: "batch_deleted", batch_id, at, reason })
+const batchDeleted = (at: number, reason: "deleted" | "retention" = "deleted"): BatchEvent => ({ type: "batch_deleted", v: 2, batch_id, at, reason })
 
 /** A row that failed transiently on each of its attempts so far and waits to run again. */
 const retriedTimes = (row: number, attempts: number): ReadonlyArray<BatchEvent> =>

@@ -66,7 +66,7 @@ describe("a batch event as watchers see it", () => {
       { type: "batch_cancelling", batch_id, at, cancelled_rows: 7 },
       { type: "batch_failed", batch_id, at, error: { code: "owner_unauthorized", message: "revoked" }, failed_rows: 2 },
       { type: "batch_expired", batch_id, at, expired_rows: 1 },
-      { type: "batch_deleted", batch_id, at },
+      { type: "batch_deleted", v: 2, batch_id, at, reason: "deleted" },
     ]
     for (const event of events) expect(shown(event)).toEqual(event)
   })

@@ -4,8 +4,11 @@ import {
   type LoadReport,
   type SlotSharing,
   UNACKED_GROWTH,
+  elsewhere,
   initialSharing,
+  leavingReport,
   mayTake,
+  ownCeiling,
   nextReport,
   received,
 } from "../../src/domain/account/slotSharing.js"
@@ -98,6 +101,23 @@ describe("an account's slots shared by instances through reports", () => {
       ),
       { numRuns: 2_000 },
     )
+  })
+
+  it("a stopping instance's last report lets the others forget it: its counts and acknowledgements no longer hold them back", () => {
+    const w = world(2)
+    const [stays, leaves] = w.instances as [Instance, Instance]
+    w.join(stays)
+    w.join(leaves)
+    for (const x of w.instances) while (x.read < w.log.length) w.readOne(x)
+    w.take(leaves, 3)
+    w.report(leaves)
+    while (stays.read < w.log.length) w.readOne(stays)
+    expect(elsewhere(stays.state, ACCOUNT)).toBe(1)
+    expect(ownCeiling(stays.state, ACCOUNT, 0, TTL)).toBe(UNACKED_GROWTH)
+    w.log.push(leavingReport(leaves.state))
+    w.readOne(stays)
+    expect(elsewhere(stays.state, ACCOUNT)).toBe(0)
+    expect(ownCeiling(stays.state, ACCOUNT, 0, TTL)).toBe(Number.POSITIVE_INFINITY)
   })
 
   it("an instance alone starts nothing before it has read its own report back, then up to the account's concurrency", () => {

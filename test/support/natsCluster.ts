@@ -111,7 +111,16 @@ export const startNatsCluster = async (size = 3): Promise<NatsCluster> => {
       children[node] = await launchNats(binary, ports[node]!, args(node))
     },
     leaderOf: async (stream) => {
-      const leader = await withManager(async (jsm) => (await jsm.streams.info(stream)).cluster?.leader)
+      // While the nodes elect a leader, the JetStream API may not answer.
+      let leader: string | undefined
+      await waitFor(
+        `stream ${stream} has a leader`,
+        async () => {
+          leader = await answers(async (jsm) => (await jsm.streams.info(stream)).cluster?.leader)
+          return leader !== undefined
+        },
+        { timeoutMs: 30_000, everyMs: 100 },
+      )
       const index = nodes.findIndex((n) => n.name === leader)
       if (index < 0) throw new Error(`stream ${stream} has no leader among ${nodes.map((n) => n.name).join(", ")} (${leader})`)
       return index

@@ -8,13 +8,16 @@ import {
   initialSharing,
   interactiveElsewhere,
   lapse,
+  leavingReport,
   mayTake,
   nextReport,
   received,
   waitsForOthers,
 } from "../../domain/account/slotSharing.js"
+import type { NatsDeployment } from "../../config/nats.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
 import { LoadSharing, type LoadSharingShape } from "../LoadSharing.js"
+import { natsServers } from "../../eventlog/JetStreamEventLog.js"
 
 /** A report not renewed for this long is dropped: a stopped instance's requests stop counting then. */
 export const LOAD_TTL_MS = 10_000
@@ -23,7 +26,6 @@ const COALESCE_MS = 2
 /** How long `nextReports` waits for a report before it gives up. */
 const ROUND_WAIT_MS = 250
 const STREAM = "SLUICE_LOAD"
-const LOG_STREAM = "SLUICE"
 const SUBJECTS = "sluice.load.>"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
@@ -47,12 +49,13 @@ const movedModels = (before: LoadReport | undefined, after: LoadReport | undefin
  * all reports in the stream's one order (the bound in slotSharing.ts needs both). Reports and reads
  * run on wall-clock time: they are I/O between processes, not a rule of the actors.
  */
-const make = (url: string, instanceId: string) =>
+const make = (url: string, instanceId: string, replicas: number) =>
   Effect.gen(function* () {
     const clock = Clock.make()
+    const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
     const nc = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () => connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
+        try: () => connect({ servers: natsServers(url), maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
         catch: (e) => new LogUnavailable({ message: `load sharing cannot connect to ${url}: ${String(e)}`, cause: e }),
       }),
       (nc) => Effect.promise(() => nc.close().catch(() => undefined)),
@@ -62,22 +65,38 @@ const make = (url: string, instanceId: string) =>
       catch: (e) => new LogUnavailable({ message: `load sharing: JetStream unavailable: ${String(e)}`, cause: e }),
     })
     const js = jetstream(nc)
+    let state: SlotSharing = initialSharing(instanceId, randomUUID())
+    // Released before the connection closes: a stopping instance, whose requests have ended by then
+    // (the actors are released first), tells the others to forget it rather than let its report lapse.
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() =>
+        js.publish(subject, encoder.encode(JSON.stringify(leavingReport(state))), { timeout: 1_000 }).then(
+          () => undefined,
+          () => undefined,
+        ),
+      ),
+    )
+    // As many replicas as the log: reports that vanish with one node would stop every limited account.
+    // Like the log's stream, an existing one is raised to the count, never lowered.
     const ensureStream = Effect.tryPromise(async () => {
-      // As many replicas as the event log's stream: reports that vanish with one node would stop every limited account.
-      const replicas = await jsm.streams.info(LOG_STREAM).then((info) => info.config.num_replicas, () => 1)
       const config = {
         name: STREAM,
         subjects: [SUBJECTS],
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         max_age: 2 * LOAD_TTL_MS * 1_000_000,
-        num_replicas: Math.max(1, replicas),
+        num_replicas: replicas,
       }
-      await jsm.streams.add(config).catch(async (e: unknown) => {
-        // Another instance created it first.
-        if (await jsm.streams.info(STREAM).then(() => true, () => false)) return
-        throw e
-      })
+      const existing = await jsm.streams.info(STREAM).catch(() => undefined)
+      if (existing === undefined) {
+        await jsm.streams.add(config).catch(async (e: unknown) => {
+          // Another instance created it first.
+          if (await jsm.streams.info(STREAM).then(() => true, () => false)) return
+          throw e
+        })
+      } else if (existing.config.num_replicas < replicas) {
+        await jsm.streams.update(STREAM, { num_replicas: replicas })
+      }
     })
     yield* ensureStream.pipe(
       Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.intersect(Schedule.recurs(20)))),
@@ -85,14 +104,12 @@ const make = (url: string, instanceId: string) =>
       Effect.withClock(clock),
     )
 
-    let state: SlotSharing = initialSharing(instanceId, randomUUID())
     const accounts = new Map<string, number>()
     const interactive = new Map<string, number>()
     const listeners: Array<(models: ReadonlySet<string>) => void> = []
     const dirty = yield* Queue.sliding<void>(1)
     const changed = () => void Queue.unsafeOffer(dirty, undefined)
     const read = yield* Ref.make(yield* Deferred.make<void>())
-    const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
 
     const announce = (models: ReadonlySet<string>) =>
       Effect.gen(function* () {
@@ -122,12 +139,12 @@ const make = (url: string, instanceId: string) =>
 
     const apply = (value: unknown) => {
       if (!isReport(value)) return undefined
-      const before = state.peers.get(value.instance)?.report
+      const before = state.peers.get(value.life)?.report
       const r = received(state, value, clock.unsafeCurrentTimeMillis())
       state = r.state
       if (r.acknowledge) changed()
       const models = new Set<string>()
-      movedModels(before, state.peers.get(value.instance)?.report, models)
+      movedModels(before, state.peers.get(value.life)?.report, models)
       return models
     }
 
@@ -205,4 +222,5 @@ const make = (url: string, instanceId: string) =>
   })
 
 /** Instances on one NATS server (or cluster) share their load through reports on the `SLUICE_LOAD` stream. */
-export const natsLoadSharing = (url: string, instanceId: string) => Layer.scoped(LoadSharing, make(url, instanceId))
+export const natsLoadSharing = (nats: NatsDeployment, instanceId: string) =>
+  Layer.scoped(LoadSharing, make(nats.url, instanceId, nats.replicas))

@@ -31,6 +31,8 @@ export interface LoadReport {
   readonly interactive: Readonly<Record<string, number>>
   /** The `seq` of the last report read from each other instance, by its `life`. */
   readonly seen: Readonly<Record<string, number>>
+  /** The instance is stopping: its last report, after its requests have ended. */
+  readonly leaving?: boolean
 }
 
 interface Sent {
@@ -46,6 +48,7 @@ interface Peer {
 export interface SlotSharing {
   readonly self: string
   readonly life: string
+  /** By `life`: two runs of one instance id (a restart, or a misconfigured twin) are two peers. */
   readonly peers: ReadonlyMap<string, Peer>
   /** Reports sent from the newest every peer has acknowledged on: each peer's view of this instance is one of them. */
   readonly unacked: ReadonlyArray<Sent>
@@ -71,6 +74,17 @@ const fold = (a: Sent, b: Sent): Sent => {
   for (const id of Object.keys(a.accounts)) accounts[id] = Math.min(a.accounts[id] ?? 0, b.accounts[id] ?? 0)
   return { seq: a.seq, accounts }
 }
+
+/** The last report of a stopping instance, once its requests have ended: the others forget it at once. */
+export const leavingReport = (state: SlotSharing): LoadReport => ({
+  instance: state.self,
+  life: state.life,
+  seq: state.nextSeq,
+  accounts: {},
+  interactive: {},
+  seen: {},
+  leaving: true,
+})
 
 /** The report this instance sends now, and its state once it has. */
 export const nextReport = (
@@ -113,13 +127,16 @@ export interface Received {
 
 /** A report read from the log at `now` (ms): a peer's, or this instance's own coming back. */
 export const received = (state: SlotSharing, report: LoadReport, now: number): Received => {
-  // A report of this instance's earlier run says nothing: its requests ended with it.
-  if (report.instance === state.self) {
-    return { state: report.life === state.life ? { ...state, inTouchAt: now } : state, acknowledge: false }
+  if (report.life === state.life) return { state: { ...state, inTouchAt: now }, acknowledge: false }
+  const before = state.peers.get(report.life)
+  if (report.leaving === true) {
+    if (before === undefined) return { state, acknowledge: false }
+    const peers = new Map(state.peers)
+    peers.delete(report.life)
+    return { state: trim({ ...state, peers }), acknowledge: false }
   }
-  const before = state.peers.get(report.instance)
-  if (before !== undefined && before.report.life === report.life && before.report.seq > report.seq) return { state, acknowledge: false }
-  const peers = new Map(state.peers).set(report.instance, { report, heardAt: now })
+  if (before !== undefined && before.report.seq > report.seq) return { state, acknowledge: false }
+  const peers = new Map(state.peers).set(report.life, { report, heardAt: now })
   const acknowledge = before === undefined || !sameCounts(before.report.accounts, report.accounts)
   return { state: trim({ ...state, peers }), acknowledge }
 }

@@ -140,7 +140,7 @@ export const decide = (command: BatchCommand, state: BatchState): Decision => {
     case "Delete":
       return state.running > 0
         ? Either.left(new RowsStillRunning({ batchId: state.id, running: state.running }))
-        : Either.right([{ type: "batch_deleted", batch_id: state.id, at: command.at, reason: command.reason ?? "deleted" }])
+        : Either.right([{ type: "batch_deleted", v: 2, batch_id: state.id, at: command.at, reason: command.reason ?? "deleted" }])
   }
 }
 

@@ -180,12 +180,13 @@ export const BatchExpired = Schema.Struct({
 export const DeletionReason = Schema.Literal("deleted", "retention")
 export type DeletionReason = typeof DeletionReason.Type
 
-/** Written before the batch's history is purged. Logs from before `reason` existed read as `deleted`. */
+/** Written before the batch's history is purged. Version 2 (src/domain/versions): version 1 had no `reason` and meant `deleted`. */
 export const BatchDeleted = Schema.Struct({
   type: Schema.Literal("batch_deleted"),
+  v: Schema.optional(Schema.Literal(2)),
   ...Ids,
   at: Schema.Number,
-  reason: Schema.optional(DeletionReason),
+  reason: DeletionReason,
 })
 
 /**
