@@ -1,7 +1,9 @@
 import { Effect, Layer, Schema, Stream } from "effect"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { BatchEvent } from "../src/domain/batch/events.js"
+import { BatchEvent, isRowEvent } from "../src/domain/batch/events.js"
+import { LaneWindow } from "../src/domain/batch/laneWindow.js"
+import { laneSubject } from "../src/domain/batch/subjects.js"
 import { replay } from "../src/domain/batch/state.js"
 import { EventLog } from "../src/eventlog/EventLog.js"
 import * as JetStreamEventLog from "../src/eventlog/JetStreamEventLog.js"
@@ -13,6 +15,7 @@ import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { type Sluice, startSluice } from "./support/sluice.js"
 
 const decode = Schema.decodeUnknownSync(BatchEvent)
+const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
 const text = new TextDecoder()
 
 /**
@@ -47,7 +50,18 @@ describe.each(["embedded", "nats"] as const)("the %s event log read by an audito
   const readLog = (filter: string) =>
     Effect.runPromise(
       Effect.flatMap(EventLog, (log) => Stream.runCollect(log.read(filter, 1))).pipe(
-        Effect.map((chunk) => [...chunk].map((m) => ({ seq: m.seq, subject: m.subject, event: decode(JSON.parse(text.decode(m.data))) }))),
+        // A lane window's row events each, at the window's seq and subject.
+        Effect.map((chunk) =>
+          [...chunk].flatMap((m) => {
+            const payload = JSON.parse(text.decode(m.data)) as { type?: string }
+            if (payload.type === "lane_window") {
+              const window = decodeWindow(payload)
+              expect(m.subject).toBe(laneSubject(window.batch_id, window.model))
+              return window.events.map((event) => ({ seq: m.seq, subject: m.subject, event: event as BatchEvent }))
+            }
+            return [{ seq: m.seq, subject: m.subject, event: decode(payload) }]
+          }),
+        ),
         Effect.provide(logLayer),
         Effect.scoped,
       ),
@@ -66,7 +80,10 @@ describe.each(["embedded", "nats"] as const)("the %s event log read by an audito
     const id = created.body.id
     const batch = await api.waitFinal(id)
     const history = await readLog(`batch.${id}.>`)
-    for (const { subject, event } of history) expect(subject).toBe(`batch.${id}.${event.type}`)
+    // Lifecycle and input events on their own type's subject; row events in their model's lane.
+    for (const { subject, event } of history) {
+      expect(subject).toBe(isRowEvent(event) ? laneSubject(id, "glm-5.3-flash") : `batch.${id}.${event.type}`)
+    }
     const state = replay(id, history.map((h) => h.event))
     expect(state.status).toBe(batch.status)
     expect({ total: state.total, completed: state.completed, failed: state.failed }).toEqual(batch.request_counts)

@@ -2,6 +2,7 @@ import { JSONSchema, type Schema, SchemaAST } from "effect"
 import { AccountEvent, accountSubject } from "../domain/account/events.js"
 import { BatchEvent } from "../domain/batch/events.js"
 import { batchSubject } from "../domain/batch/subjects.js"
+import { LaneWindow } from "../domain/batch/laneWindow.js"
 import { IdempotencyEvent } from "../domain/idempotency/events.js"
 import { idempotencySubject } from "../domain/idempotency/subjects.js"
 import { documentedHeaders } from "../eventlog/headers.js"
@@ -18,6 +19,7 @@ interface MessageKind {
 }
 
 const BATCH_ID = "{batch_id}"
+const LANE = "{lane}"
 const ACCOUNT_ID = "{account_id}"
 const batchParameters = { batch_id: "The batch's id, `batch_…`" }
 const accountParameters = { account_id: "The account's id" }
@@ -44,6 +46,13 @@ export const messageKinds = (): ReadonlyArray<MessageKind> => [
     const type = typeOf(schema) as BatchEvent["type"]
     return { type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, channel: type }
   }),
+  {
+    type: "lane_window",
+    schema: LaneWindow,
+    address: `batch.${BATCH_ID}.lane.${LANE}`,
+    parameters: { ...batchParameters, lane: "The model id made subject-safe, with a short hash of it: one lane per model of the batch" },
+    channel: "lane_window",
+  },
   ...AccountEvent.members.map((schema): MessageKind => {
     const type = typeOf(schema) as AccountEvent["type"]
     return { type, schema, address: accountSubject(ACCOUNT_ID, type), parameters: accountParameters, channel: type }
