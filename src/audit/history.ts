@@ -28,24 +28,26 @@ const withoutBodies = (event: Record<string, any>): Record<string, unknown> => {
   }
 }
 
-const entry = (bodies: boolean) => (m: LogMessage): HistoryEntry => {
+/** A message's events: one, or each of a lane window's row events at the window's seq. */
+const entries = (bodies: boolean) => (m: LogMessage): ReadonlyArray<HistoryEntry> => {
   // The embedded log leaves large request bodies where they are when they are not asked for.
   if (m.data.length === 0 && isRowBodiesSubject(m.subject)) {
-    return { seq: m.seq, time: m.time, subject: m.subject, type: "row_bodies", event: { bodies: "(--bodies shows them)" } }
+    return [{ seq: m.seq, time: m.time, subject: m.subject, type: "row_bodies", event: { bodies: "(--bodies shows them)" } }]
   }
   let event: Record<string, any>
   try {
     event = JSON.parse(text.decode(m.data))
   } catch {
-    return { seq: m.seq, time: m.time, subject: m.subject, type: "(not JSON)", event: {} }
+    return [{ seq: m.seq, time: m.time, subject: m.subject, type: "(not JSON)", event: {} }]
   }
-  return { seq: m.seq, time: m.time, subject: m.subject, type: String(event.type), event: bodies ? event : withoutBodies(event) }
+  const events: ReadonlyArray<Record<string, any>> = event.type === "lane_window" && Array.isArray(event.events) ? event.events : [event]
+  return events.map((e) => ({ seq: m.seq, time: m.time, subject: m.subject, type: String(e.type), event: bodies ? e : withoutBodies(e) }))
 }
 
 const collect = (log: EventLogShape, filter: string, bodies: boolean) =>
   Effect.map(
     Stream.runCollect(log.read(filter, 1, bodies ? {} : withoutRowBodies)),
-    (chunk) => [...chunk].map(entry(bodies)),
+    (chunk) => [...chunk].flatMap(entries(bodies)),
   )
 
 /** Every event of one batch, in log order: a tombstone alone once it was deleted. */
