@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3"
 import { Chunk, Context, Effect, Layer, Schema, type Scope, Stream } from "effect"
 import { BatchEvent } from "../domain/batch/events.js"
+import { LaneWindow } from "../domain/batch/laneWindow.js"
 import { eventTime, happenedBy } from "../domain/batch/eventTime.js"
 import { upcast } from "../domain/versions/upcast.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
@@ -9,6 +10,8 @@ import { makeApplier } from "./Projector.js"
 import { ReadModel } from "./ReadModel.js"
 
 const decode = Schema.decodeUnknownSync(BatchEvent)
+const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
+const encoder = new TextEncoder()
 const text = new TextDecoder()
 
 /**
@@ -25,7 +28,18 @@ export const messagesAsOf = (messages: ReadonlyArray<LogMessage>, asOfSeconds: n
     }
     let at: number | undefined
     try {
-      at = eventTime(decode(upcast(JSON.parse(text.decode(message.data)))))
+      const payload = upcast(JSON.parse(text.decode(message.data))) as { type?: unknown }
+      if (payload.type === "lane_window") {
+        // A window's row events each at their own time: the window as it stood then.
+        const window = decodeWindow(payload)
+        const events = window.events.filter((e) => happenedBy(e.at, asOfSeconds))
+        if (events.length > 0) {
+          kept.push(...untimed, { ...message, data: encoder.encode(JSON.stringify({ ...window, events })) })
+          untimed = []
+        }
+        continue
+      }
+      at = eventTime(decode(payload))
     } catch {
       continue // not one of Sluice's events: the projections skip it too
     }

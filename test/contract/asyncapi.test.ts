@@ -65,7 +65,8 @@ describe("the AsyncAPI document", () => {
     const { document, diagnostics } = await new Parser().parse(served)
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
     expect(document?.version()).toMatch(/^3\./)
-    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length)
+    // Every batch event type, and the lane window that carries the row events.
+    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + 1 + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length)
   })
 
   it("has a message and a channel for every event type the code publishes, on the subject the code builds", async () => {
@@ -135,7 +136,7 @@ describe("the AsyncAPI document", () => {
       seen.add(name)
     }
     expect([...seen].sort()).toEqual(
-      expect.arrayContaining(["account_created", "key_created", "batch_created", "rows_added", "row_bodies", "row_started", "row_retrying", "row_completed", "row_failed", "batch_completed", "batch_purged", "idempotency_key_claimed"]),
+      expect.arrayContaining(["account_created", "key_created", "batch_created", "rows_added", "row_bodies", "lane_window", "batch_completed", "batch_purged", "idempotency_key_claimed"]),
     )
   })
 })
