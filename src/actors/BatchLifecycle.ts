@@ -28,13 +28,15 @@ export const announcing = Layer.effect(
     const writer = yield* BatchWriter
     const changes = yield* BatchLifecycle
     const announce = (batchId: string, seq: number) => Effect.sync(() => Queue.unsafeOffer(changes, { batchId, seq }))
+    const announceIfChanged =
+      (batchId: string) =>
+      ({ events, seq, finished }: { readonly events: ReadonlyArray<BatchEvent>; readonly seq: number; readonly finished?: boolean }) =>
+        finished === true || events.some((e) => changesTimers.has(e.type)) ? announce(batchId, seq) : Effect.void
     return {
       ...writer,
       create: (batch) => Effect.tap(writer.create(batch), ({ batchId, seq }) => announce(batchId, seq)),
-      execute: (batchId, command) =>
-        Effect.tap(writer.execute(batchId, command), ({ events, seq, finished }) =>
-          finished === true || events.some((e) => changesTimers.has(e.type)) ? announce(batchId, seq) : Effect.void,
-        ),
+      execute: (batchId, command) => Effect.tap(writer.execute(batchId, command), announceIfChanged(batchId)),
+      executeRow: (batchId, command, lane) => Effect.tap(writer.executeRow(batchId, command, lane), announceIfChanged(batchId)),
     } satisfies BatchWriter["Type"]
   }),
 )
