@@ -39,6 +39,7 @@ describe("sluice --help and its commands' help, run as a process", () => {
       "sluice admin key <command>",
       "sluice admin key create",
       "sluice admin key revoke",
+      "sluice admin leases",
       "sluice audit <command>",
       "sluice audit history",
       "sluice audit as-of",

@@ -257,6 +257,7 @@ describe("the seed's Errors table", () => {
         "GET /v1/batches/{batch_id}/results/{result_id}",
         "GET /v1/models",
         "GET /admin/v1/models",
+        "GET /admin/v1/leases",
         "GET /healthz",
         "GET /readyz",
         "GET /metrics",
