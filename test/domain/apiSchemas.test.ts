@@ -36,6 +36,10 @@ const seedBatch = {
   metadata: { project: "eval-42" },
   cost_usd: 0.0,
   error: null,
+  // Sluice's additions to the contract come after the seed's fields.
+  rerun_of: null,
+  rows_ahead: null,
+  estimated_completion_at: null,
 }
 
 const seedResults = {
@@ -76,7 +80,7 @@ describe("API schemas", () => {
 
   it("a batch object round-trips with its fields in the seed's order whatever order they arrive in", () => {
     fc.assert(
-      fc.property(fc.shuffledSubarray(Object.keys(seedBatch), { minLength: 22 }), (keys) => {
+      fc.property(fc.shuffledSubarray(Object.keys(seedBatch), { minLength: Object.keys(seedBatch).length }), (keys) => {
         const shuffled = Object.fromEntries(keys.map((k) => [k, seedBatch[k as keyof typeof seedBatch]]))
         expect(Object.keys(roundTrip(BatchObject, shuffled))).toEqual(Object.keys(seedBatch))
       }),
