@@ -19,25 +19,29 @@ describe.each(["embedded", "nats"] as const)("queue position and ETA on the %s e
 
   beforeAll(async () => {
     sim = await startSimulator({ models: ["held", "paced"], latencyMs: 20 })
-    if (backend === "nats") nats = await startNatsServer()
   })
   afterEach(async () => {
     await sluice?.stop("SIGKILL")
     sluice?.cleanup()
     sluice = undefined
+    // Each test is a deployment of its own: a killed instance's model leases would hold the next one's
+    // models until they lapse.
+    await nats?.stop()
+    nats = undefined
   })
   afterAll(async () => {
-    await nats?.stop()
     await sim?.close()
   })
-  const start = async () =>
-    (sluice = await startSluice({
+  const start = async () => {
+    if (backend === "nats") nats = await startNatsServer()
+    return (sluice = await startSluice({
       models: [
         { id: "held", upstream_url: sim.url, batch_concurrency: 1, timeout_ms: 600_000 },
         { id: "paced", upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 600_000 },
       ],
       ...(nats === undefined ? {} : { natsUrl: nats.url }),
     }))
+  }
   const create = async (rows: ReadonlyArray<object>, key?: string) => {
     const created = await api(key).call("POST", "/v1/batches", { requests: rows })
     expect(created.status, created.text).toBe(200)
