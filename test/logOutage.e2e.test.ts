@@ -38,6 +38,9 @@ describe("a hung event log", () => {
       natsUrl: nats.url,
       models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 600_000 }],
       testClock: {},
+      // The model's lease (on the wall clock) outlives the freeze: its owner keeps the model, so a's
+      // retry has to wait for the writer's reload rather than for a new owner.
+      env: { SLUICE_LEASE_TTL_MS: "120000" },
     })
     const api = client(sluice.url)
     const created = await api.call("POST", "/v1/batches", {
@@ -78,5 +81,43 @@ describe("a hung event log", () => {
     await sluice.stop()
     const log = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats.url }, id)
     expect(terminalsPerRow(log, 2)).toEqual([1, 1])
+  })
+  it("a log hung for longer than the lease: the owner loses the model, takes it back once the log answers, and every row settles once", async () => {
+    nats = await startNatsServer()
+    sim = await startSimulator()
+    sluice = await startSluice({
+      natsUrl: nats.url,
+      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 600_000 }],
+      testClock: {},
+      env: { SLUICE_LEASE_TTL_MS: "2000" },
+    })
+    const api = client(sluice.url)
+    const created = await api.call("POST", "/v1/batches", {
+      requests: [chatRow("a", `first ${simDirective.fail(1, 500)}`), chatRow("b", `second ${simDirective.latency(1_500)}`), chatRow("c", "third")],
+    })
+    expect(created.status).toBe(200)
+    const id = created.body.id as string
+    const row = async (customId: string) => (await api.allResults(id)).find((r) => r.custom_id === customId)
+    await waitFor("a to wait for its retry and b to run", async () => {
+      const [a, b] = [await row("a"), await row("b")]
+      return a?.status === "queued" && a.error !== null && b?.status === "running"
+    })
+    await nats.freeze(true)
+    await waitFor("the lease to be lost", () => /lease of glm-5.3-flash lost/.test(sluice!.output()))
+    await sluice.adjust(60_000)
+    await nats.freeze(false)
+    await waitFor("the lease to be taken back", () => /lease of glm-5.3-flash (taken back at|lost[^]*taken at)/.test(sluice!.output()))
+    await waitFor("the batch to complete", async () => {
+      await sluice!.adjust(1_000)
+      return (await api.call("GET", `/v1/batches/${id}`)).body.status === "completed"
+    })
+    expect((await api.allResults(id)).map((r) => [r.custom_id, r.status])).toEqual([
+      ["a", "completed"],
+      ["b", "completed"],
+      ["c", "completed"],
+    ])
+    await sluice.stop()
+    const log = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats.url }, id)
+    expect(terminalsPerRow(log, 3)).toEqual([1, 1, 1])
   })
 })

@@ -94,6 +94,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
         if (revision === undefined) continue
         const lease = hold({ ...record, revision, renewedAt: sentAt }, sentAt)
         held.set(record.model, lease)
+        yield* Effect.logInfo(`lease of ${record.model} taken back at revision ${revision}`)
         yield* options.start(lease)
       }
       const plan = leasePlan({ me, models: options.models, instances, holders, freeRounds })
