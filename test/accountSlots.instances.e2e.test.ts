@@ -146,16 +146,20 @@ describe("an account's concurrent-request slots hold over several instances", ()
     try {
       const [survivor, victim] = await limitedAccount([sluices[0]!, doomed])
       // The doomed instance holds every slot of the account with interactive requests that never end
-      // (its batch rows would run on whichever instance holds the model's lease).
-      for (let i = 0; i < CONCURRENCY; i++) {
-        void victim!
+      // (its batch rows would run on whichever instance holds the model's lease). It takes one slot
+      // beyond what the others have acknowledged of it at a time, so a request it answers 429 is sent again.
+      let killed = false
+      const hold = (i: number): Promise<unknown> =>
+        victim!
           .call("POST", "/v1/chat/completions", { model: LAPSE_MODEL, messages: [{ role: "user", content: `hang ${i} ${simDirective.hang}` }] })
+          .then((answer) => (answer.status === 429 && !killed ? new Promise((r) => setTimeout(r, 100)).then(() => hold(i)) : undefined))
           .catch(() => undefined)
-      }
+      for (let i = 0; i < CONCURRENCY; i++) void hold(i)
       await waitFor("the doomed instance's requests are at the simulator", () => lapseSim.stats().inFlight === CONCURRENCY)
       const rows = Array.from({ length: 4 }, (_, row) => chatRow(`s${row}`, `survivor ${row}`, LAPSE_MODEL))
       const created = await survivor!.call("POST", "/v1/batches", { requests: rows })
       expect(created.status, created.text).toBe(200)
+      killed = true
       await doomed.stop("SIGKILL")
       // Its connections closed with it; its last report says the account is full until it lapses.
       const final = await survivor!.waitFinal(created.body.id, 60_000)
