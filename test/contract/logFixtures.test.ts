@@ -85,6 +85,7 @@ describe("the fixture logs", () => {
           return { snapshot, contents: yield* logContents(log), chains: { problems: check.problems(), ...check.counts() } }
         }),
       )
+      seen[backend].push(contents)
       expect(snapshot).toEqual(expected)
       expect(chains.problems).toEqual([])
       expect(chains.unchained).toBe(0)
@@ -93,7 +94,6 @@ describe("the fixture logs", () => {
       expect(contents.types).toContain("batch_purged")
       expect(contents.types).toContain("lane_window")
       expect([...contents.chunked]).toEqual(expect.arrayContaining(["row_bodies", "lane_window"]))
-      seen[backend].push(contents)
     })
 
     // Row events are written inside lane windows today: they count where a window holds them.
