@@ -123,6 +123,7 @@ export interface Sluice extends Started {
 export const startSluice = async (options: {
   readonly models: ReadonlyArray<CatalogEntry>
   readonly natsUrl?: string
+  readonly env?: Readonly<Record<string, string>>
 }): Promise<Sluice> => {
   const dir = tempDir("sluice-bench-")
   const port = await freePort()
@@ -142,6 +143,7 @@ export const startSluice = async (options: {
     delete env[name]
   }
   if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
+  Object.assign(env, options.env)
   const nodeArgs = (process.env.BENCH_SLUICE_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
   const started = spawnNode([...nodeArgs, "bin/server.mjs"], env)
   const kill = onCleanup(() => stopProcess(started.child))
