@@ -130,7 +130,7 @@ const iterate = <A>(iterable: AsyncIterable<A>, onError: (e: unknown) => LogUnav
       if (first.done === true) return undefined
       const out = [first.value]
       // A buffered message resolves within microtasks; an empty buffer loses the race to the next I/O
-      // turn. One turn per chunk, not one per message: a setImmediate and a promise each cost a few µs.
+      // turn. One turn per chunk, not one per message: a setImmediate and a promise cost far more than a microtask.
       const turn = afterIo()
       while (out.length < MAX_CHUNK) {
         const next = iterator.next()
@@ -162,7 +162,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     const nc: NatsConnection = yield* Effect.acquireRelease(
       Effect.tryPromise({
         // noAsyncTraces: the client would otherwise build an Error per request to capture where it began,
-        // about 5% of the CPU when every event is a publish awaiting its ack.
+        // a cost paid on every publish when every event awaits its ack.
         try: () => connect({ servers: natsServers(options.url), maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
         catch: unavailable(`cannot connect to ${options.url}`),
       }),

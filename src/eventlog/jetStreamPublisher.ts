@@ -36,9 +36,9 @@ export interface JetStreamPublisher {
 /**
  * JetStream publishes whose acks come back on one subscription of the connection's own. nats.js
  * makes each publish a request of its own, with a timer, a promise and an Error it builds to reject
- * the promise it has just resolved: 6% of the main thread's self time in B2's profile on NATS, where
- * every row's events are published. The protocol is the same: a publish with a reply subject, answered by the
- * stream with its ack, or by the server with a no-responders status while JetStream is not ready.
+ * the promise it has just resolved: a cost paid on every publish, so on every row's events on NATS.
+ * The protocol is the same: a publish with a reply subject, answered by the stream with its ack, or
+ * by the server with a no-responders status while JetStream is not ready.
  */
 export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher => {
   const prefix = `${createInbox()}.`

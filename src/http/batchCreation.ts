@@ -71,7 +71,7 @@ export const batchCreation = (d: Dependencies) => {
   ): Effect.Effect<Created, ApiError | E> =>
     Effect.gen(function* () {
       // The rows are handed to the writer once and not kept while the projections apply them: a
-      // 32 MiB batch is well over 100 MB of objects.
+      // 32 MiB batch is several times that as objects.
       let rows: ValidBatch["requests"] | undefined = batch.requests
       const take = () => {
         const taken = rows ?? []
