@@ -262,7 +262,7 @@ const commands = fc.commands(
 
 const setups = [
   { name: "one instance on the embedded log", instances: 1, nats: false, numRuns: 12 },
-  { name: "two instances on one nats-server", instances: 2, nats: true, numRuns: 4 },
+  { name: "two instances on one nats-server", instances: 2, nats: true, numRuns: 6 },
 ] as const
 
 describe.each(setups)("scheduling, model-based: $name", (setup) => {
