@@ -43,8 +43,8 @@ const runningOn = async (instance: Instance, model: string): Promise<number> => 
  * and polled through the instance that does not own its model, and the time a killed owner's model
  * takes to run again on the other instance.
  */
-export const b11ScaleOut: Scenario = {
-  id: "B11",
+export const b14ScaleOut: Scenario = {
+  id: "B14",
   title: "two instances on one nats-server: throughput, utilization, failover",
   uses: [],
   run: async (ctx) => {
@@ -59,7 +59,7 @@ export const b11ScaleOut: Scenario = {
     let lives = 0
     const start = async (): Promise<Instance> => {
       const id = `bench-${++lives}`
-      ctx.progress(`B11: starting Sluice ${id} on the shared nats-server`)
+      ctx.progress(`B14: starting Sluice ${id} on the shared nats-server`)
       const sluice = await startSluice({ models, natsUrl: nats.url, env: { SLUICE_INSTANCE_ID: id, SLUICE_LEASE_TTL_MS: String(LEASE_TTL_MS) } })
       return { id, sluice, api: sluiceApi(sluice.url) }
     }
@@ -86,7 +86,7 @@ export const b11ScaleOut: Scenario = {
         plain.push(rows / ((await runPlainClient(fastSim.url, upstreamBodies(fastBatch), slots)) / 1000))
         b2.push(await sluiceRowsPerSecond((await other(MODELS.fast)).api, batchBody(fastBatch), rows))
         b3.push(await sluiceRowsPerSecond((await other(MODELS.slow)).api, batchBody(smallRows(rows, MODELS.slow)), rows))
-        ctx.progress(`B11 trial ${t + 1}: B2 ${b2[t]!.toFixed(0)} rows/s (plain ${plain[t]!.toFixed(0)}), B3 ${b3[t]!.toFixed(0)} of ${ideal.toFixed(0)} rows/s`)
+        ctx.progress(`B14 trial ${t + 1}: B2 ${b2[t]!.toFixed(0)} rows/s (plain ${plain[t]!.toFixed(0)}), B3 ${b3[t]!.toFixed(0)} of ${ideal.toFixed(0)} rows/s`)
       }
 
       // Failover: a batch runs on the queued model's owner, which is killed; the time until the other
@@ -103,7 +103,7 @@ export const b11ScaleOut: Scenario = {
         const killedAt = performance.now()
         while ((await runningOn(survivor, MODELS.queued)) === 0) await sleep(20)
         failoverMs.push(performance.now() - killedAt)
-        ctx.progress(`B11 failover trial ${t + 1}: ${(failoverMs[t]! / 1000).toFixed(1)} s from kill -9 to the next row started by ${survivor.id}`)
+        ctx.progress(`B14 failover trial ${t + 1}: ${(failoverMs[t]! / 1000).toFixed(1)} s from kill -9 to the next row started by ${survivor.id}`)
         // Every row still completes, once each, on the survivor.
         const done = await survivor.api.waitFinal(created.id, 200)
         if (done.batch.status !== "completed" || done.batch.request_counts.completed !== failoverRows) {
@@ -116,14 +116,14 @@ export const b11ScaleOut: Scenario = {
 
       const scenario = `2 instances, one nats-server`
       const figures: Array<Figure> = [
-        figure({ id: "B11", scenario: `${scenario}, ${rows.toLocaleString("en")} rows, sim 0 ms, ${slots} slots`, backend: "nats", figure: "B2 via the non-owner: Sluice ÷ plain client", samples: ratios(b2, plain), digits: 2, target: atLeast(0.5) }),
-        figure({ id: "B11", scenario: `${scenario}, ${rows.toLocaleString("en")} rows, sim ${latencyMs} ms, ${slots} slots`, backend: "nats", figure: `B3 via the non-owner: rows/s ÷ (${slots} slots ÷ ${latencyMs} ms)`, samples: b3.map((r) => r / ideal), digits: 3, target: atLeast(0.97) }),
-        figure({ id: "B11", scenario: `${scenario}, lease TTL ${LEASE_TTL_MS / 1000} s`, backend: "nats", figure: "failover: kill -9 of the owner → next row started by the new one, s", samples: failoverMs.map((ms) => ms / 1000), digits: 1, target: atMost((2 * LEASE_TTL_MS) / 1000) }),
+        figure({ id: "B14", scenario: `${scenario}, ${rows.toLocaleString("en")} rows, sim 0 ms, ${slots} slots`, backend: "nats", figure: "B2 via the non-owner: Sluice ÷ plain client", samples: ratios(b2, plain), digits: 2, target: atLeast(0.5) }),
+        figure({ id: "B14", scenario: `${scenario}, ${rows.toLocaleString("en")} rows, sim ${latencyMs} ms, ${slots} slots`, backend: "nats", figure: `B3 via the non-owner: rows/s ÷ (${slots} slots ÷ ${latencyMs} ms)`, samples: b3.map((r) => r / ideal), digits: 3, target: atLeast(0.97) }),
+        figure({ id: "B14", scenario: `${scenario}, lease TTL ${LEASE_TTL_MS / 1000} s`, backend: "nats", figure: "failover: kill -9 of the owner → next row started by the new one, s", samples: failoverMs.map((ms) => ms / 1000), digits: 1, target: atMost((2 * LEASE_TTL_MS) / 1000) }),
       ]
       return {
         figures,
         notes: [
-          `B11: two Sluice processes (their own data directories) on one nats-server. B2 and B3 as in their own rows, but each batch created and polled through the instance that does not hold its model's lease; the one-instance B2 (nats) and B3 rows of the same run are the baselines. Failover: a ${failoverRows}-row batch on a ${FAILOVER_SLOTS}-slot model; once all its slots run on the owner, the owner gets kill -9, and the figure is the time until the survivor's own actor reports the model's rows at the upstream (GET /admin/v1/models, polled every 20 ms). The batch must then complete with every row.`,
+          `B14: two Sluice processes (their own data directories) on one nats-server. B2 and B3 as in their own rows, but each batch created and polled through the instance that does not hold its model's lease; the one-instance B2 (nats) and B3 rows of the same run are the baselines. Failover: a ${failoverRows}-row batch on a ${FAILOVER_SLOTS}-slot model; once all its slots run on the owner, the owner gets kill -9, and the figure is the time until the survivor's own actor reports the model's rows at the upstream (GET /admin/v1/models, polled every 20 ms). The batch must then complete with every row.`,
         ],
       }
     } finally {
