@@ -123,6 +123,9 @@ export interface Sluice extends Started {
 export const startSluice = async (options: {
   readonly models: ReadonlyArray<CatalogEntry>
   readonly natsUrl?: string
+  readonly env?: Readonly<Record<string, string>>
+  /** The bench-only switch SLUICE_BENCH_WITHOUT_CHAIN (src/benchSwitches.ts): no hash-chain links. */
+  readonly withoutChain?: boolean
 }): Promise<Sluice> => {
   const dir = tempDir("sluice-bench-")
   const port = await freePort()
@@ -138,10 +141,12 @@ export const startSluice = async (options: {
     SLUICE_BOOTSTRAP_KEY: BENCH_KEY,
     SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
   }
-  for (const name of ["NATS_URL", "SLUICE_TEST_CLOCK", "SLUICE_TEST_CLOCK_PORT", "SLUICE_TEST_CLOCK_START_MS", "SLUICE_MAX_UNFINISHED_BATCHES"]) {
+  for (const name of ["NATS_URL", "SLUICE_TEST_CLOCK", "SLUICE_TEST_CLOCK_PORT", "SLUICE_TEST_CLOCK_START_MS", "SLUICE_MAX_UNFINISHED_BATCHES", "SLUICE_BENCH_WITHOUT_CHAIN"]) {
     delete env[name]
   }
   if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
+  Object.assign(env, options.env)
+  if (options.withoutChain === true) env.SLUICE_BENCH_WITHOUT_CHAIN = "1"
   const nodeArgs = (process.env.BENCH_SLUICE_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
   const started = spawnNode([...nodeArgs, "bin/server.mjs"], env)
   const kill = onCleanup(() => stopProcess(started.child))

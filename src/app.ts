@@ -19,6 +19,7 @@ import { natsDeployment } from "./config/nats.js"
 import * as JetStreamEventLog from "./eventlog/JetStreamEventLog.js"
 import * as LogHealth from "./eventlog/LogHealth.js"
 import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
+import type { StampOptions } from "./eventlog/eventHeaders.js"
 import * as LocalLeaseStore from "./actors/lease/localLeaseStore.js"
 import * as NatsLeaseStore from "./actors/lease/natsLeaseStore.js"
 import { serverLayer } from "./http/server.js"
@@ -31,10 +32,10 @@ import { metered } from "./metrics/meteredEventLog.js"
 
 export const logBackend = (config: SluiceConfig) => (Option.isSome(config.natsUrl) ? "nats" : "embedded")
 
-export const eventLogLayer = (config: SluiceConfig) =>
+export const eventLogLayer = (config: SluiceConfig, stamp: StampOptions = {}) =>
   Option.match(natsDeployment(config), {
-    onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite") }),
-    onSome: (nats) => JetStreamEventLog.layer(nats),
+    onNone: () => SqliteEventLog.layer({ path: join(config.dataDir, "log.sqlite"), ...stamp }),
+    onSome: (nats) => JetStreamEventLog.layer({ ...nats, ...stamp }),
   })
 
 /** The model leases: a KV bucket beside the JetStream log, or this instance's memory beside the embedded one. */
@@ -60,6 +61,8 @@ export interface AppOptions {
    * Tests pass a TestClock; the log, projections and HTTP server always run on wall-clock time.
    */
   readonly clock?: Clock.Clock
+  /** BENCH-ONLY (`SLUICE_BENCH_WITHOUT_CHAIN`, src/benchSwitches.ts): `false` writes no hash-chain links. */
+  readonly chain?: boolean
 }
 
 /** The whole service, composed once: log → projections → writers → actors → HTTP. */
@@ -71,7 +74,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const core = ProjectionLag.layer.pipe(
     Layer.provideMerge(Projector.Live),
     Layer.provideMerge(ReadModel.layer(readModelPath(config))),
-    Layer.provideMerge(LogHealth.watched(Layer.provide(metered, eventLogLayer(config)))),
+    Layer.provideMerge(LogHealth.watched(Layer.provide(metered, eventLogLayer(config, options.chain === false ? { chain: false } : {})))),
     Layer.provideMerge(metrics),
     // Taken before the log and the read model are opened, let go after they are closed.
     Layer.provideMerge(DataDirLock.layer(config.dataDir)),

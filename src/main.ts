@@ -4,6 +4,7 @@ import { appLayer, logBackend } from "./app.js"
 import { SluiceConfig } from "./config/Config.js"
 import { startupFailureLine } from "./startupFailure.js"
 import { testClock } from "./testClockControl.js"
+import { benchWithoutChain } from "./benchSwitches.js"
 
 // `text` is one logfmt line per entry; `pretty` spreads its annotations over several lines, for a terminal.
 const loggers = { text: Logger.logFmt, json: Logger.json, pretty: Logger.pretty }
@@ -20,9 +21,16 @@ const program = Effect.gen(function* () {
   const config = yield* SluiceConfig.pipe(Effect.tapErrorCause((cause) => report(cause, undefined)))
   return yield* Effect.gen(function* () {
     const clock = yield* testClock
+    const withoutChain = yield* benchWithoutChain
+    if (withoutChain) yield* Effect.logWarning("SLUICE_BENCH_WITHOUT_CHAIN is set: this log gets no hash-chain links (a benchmark switch)")
     yield* Effect.logInfo(`sluice starting on http://${config.host}:${config.port} with the ${logBackend(config)} event log`)
     return yield* Effect.suspend(() =>
-      Layer.launch(appLayer(config, Option.match(clock, { onNone: () => ({}), onSome: (clock) => ({ clock }) }))),
+      Layer.launch(
+        appLayer(config, {
+          ...Option.match(clock, { onNone: () => ({}), onSome: (clock) => ({ clock }) }),
+          ...(withoutChain ? { chain: false } : {}),
+        }),
+      ),
     ).pipe(Effect.tapErrorCause((cause) => report(cause, config)))
   }).pipe(Effect.provide(loggers[config.logFormat]), Logger.withMinimumLogLevel(config.logLevel))
 }).pipe(Effect.scoped)

@@ -644,6 +644,23 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
         expect(lone!.headers?.["Sluice-Sha256"]).toBe(linkHash("", "batch.c.other", lone!.data))
       }),
     ))
+
+  it("with the bench-only switch off, writes the CloudEvents headers and no chain link", () =>
+    run(
+      Effect.gen(function* () {
+        const { raw } = yield* backend.open(64)
+        const unchained = withChunking(raw, { chain: false })
+        yield* unchained.append([{ subject: "batch.u.lane.m", data: bytes(JSON.stringify({ type: "lane_window", pad: "z".repeat(200) })) }])
+        yield* unchained.append([{ subject: "batch.u.lane.m", data: bytes(JSON.stringify({ type: "lane_window" })) }])
+        const stored = (yield* collect(unchained.read("batch.u.lane.m", 1))) as Array<LogMessage>
+        expect(stored).toHaveLength(2)
+        for (const m of stored) {
+          expect(m.headers?.["ce-type"]).toBe("sluice.batch.lane_window")
+          expect(m.headers?.["Sluice-Sha256"]).toBeUndefined()
+          expect(m.headers?.["Sluice-Prev-Sha256"]).toBeUndefined()
+        }
+      }),
+    ))
 })
 
 describe("EventLog contract: jetstream across a server restart", () => {

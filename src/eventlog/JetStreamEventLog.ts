@@ -18,6 +18,7 @@ import {
   withChunking,
 } from "./chunking.js"
 import { EventLog, LogUnavailable } from "./EventLog.js"
+import type { StampOptions } from "./eventHeaders.js"
 import { makeJetStreamPublisher } from "./jetStreamPublisher.js"
 
 export interface JetStreamEventLogOptions {
@@ -347,5 +348,5 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     return raw
   })
 
-export const layer = (options: JetStreamEventLogOptions): Layer.Layer<EventLog, LogUnavailable> =>
-  Layer.scoped(EventLog, Effect.map(makeRaw(options), withChunking))
+export const layer = (options: JetStreamEventLogOptions & StampOptions): Layer.Layer<EventLog, LogUnavailable> =>
+  Layer.scoped(EventLog, Effect.map(makeRaw(options), (raw) => withChunking(raw, options)))

@@ -10,6 +10,7 @@ import {
   withChunking,
 } from "./chunking.js"
 import { EventLog, LogUnavailable, type ReadOptions, WrongLastSequence } from "./EventLog.js"
+import type { StampOptions } from "./eventHeaders.js"
 import { likePattern, literalPrefix, matchSubject, prefixUpperBound } from "./subjects.js"
 
 const PAGE_ROWS = 2_000
@@ -302,5 +303,5 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     return raw
   })
 
-export const layer = (options: { path: string; maxPayload?: number }): Layer.Layer<EventLog, LogUnavailable> =>
-  Layer.scoped(EventLog, Effect.map(makeRaw(options), withChunking))
+export const layer = (options: { path: string; maxPayload?: number } & StampOptions): Layer.Layer<EventLog, LogUnavailable> =>
+  Layer.scoped(EventLog, Effect.map(makeRaw(options), (raw) => withChunking(raw, options)))

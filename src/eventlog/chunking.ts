@@ -9,7 +9,7 @@ import {
   type ReadOptions,
   WrongLastSequence,
 } from "./EventLog.js"
-import { HASH_HEADER, makeStamper } from "./eventHeaders.js"
+import { HASH_HEADER, makeStamper, type StampOptions } from "./eventHeaders.js"
 
 export const CHUNK_HEADER = "Sluice-Chunk"
 export const DEFAULT_MAX_PAYLOAD = 900 * 1024
@@ -92,11 +92,11 @@ const appendChunked = (raw: RawEventLog) => (stamped: ReadonlyArray<AppendInput>
   })
 
 /** Appends stamped with the log's headers (eventHeaders.ts), then stored in parts where they must be. */
-const appendStamped = (raw: RawEventLog) => {
+const appendStamped = (raw: RawEventLog, options: StampOptions) => {
   const stamper = makeStamper({
     lastSeqOf: raw.lastSeqOf,
     linkAt: (subject, seq) => Effect.map(raw.range(subject, seq, seq), (stored) => stored[0]?.headers?.[HASH_HEADER] ?? ""),
-  })
+  }, options)
   const append = appendChunked(raw)
   return (messages: ReadonlyArray<AppendInput>) =>
     Effect.flatMap(stamper.stamp(messages), (stamped) =>
@@ -177,9 +177,9 @@ const reassemble = <E>(stream: Stream.Stream<RawMessage, E>): Stream.Stream<LogM
   Stream.suspend(() => Stream.filterMap(stream, makeReassembler()))
 
 /** The port over a raw adapter: splits large appends into parts and joins them again on read. */
-export const withChunking = (raw: RawEventLog): EventLogShape => ({
+export const withChunking = (raw: RawEventLog, options: StampOptions = {}): EventLogShape => ({
   maxPayload: raw.maxPayload,
-  append: appendStamped(raw),
+  append: appendStamped(raw, options),
   read: (filter, fromSeq, options) => reassemble(raw.read(filter, fromSeq, options)),
   follow: (filter, fromSeq, options) => reassemble(raw.follow(filter, fromSeq, options)),
   readMessage: (subject, firstSeq, seq) =>

@@ -51,6 +51,14 @@ export interface ChainLookup {
   readonly linkAt: (subject: string, seq: number) => Effect.Effect<string, LogUnavailable>
 }
 
+export interface StampOptions {
+  /**
+   * BENCH-ONLY: `false` writes no chain links, so a benchmark can measure what the chain costs. A log
+   * written so cannot be verified; nothing but the benchmark's own Sluice processes turns it off.
+   */
+  readonly chain?: boolean
+}
+
 interface Head {
   readonly hash: string
   /** Unknown until the append that stores it answers. */
@@ -62,8 +70,9 @@ interface Head {
  * a writer appending to its own subjects costs one hash per message and no lookup; appends to one
  * subject come one after another (a batch's writer drains its outbox in order, a lane has one owner).
  */
-export const makeStamper = (lookup: ChainLookup) => {
+export const makeStamper = (lookup: ChainLookup, options: StampOptions = {}) => {
   const heads = new Map<string, Head>()
+  const linked = (subject: string) => options.chain !== false && isChained(subject)
 
   const previous = (m: AppendInput, inCall: Map<string, string>) =>
     Effect.suspend(() => {
@@ -87,7 +96,7 @@ export const makeStamper = (lookup: ChainLookup) => {
       const out: Array<AppendInput> = []
       for (const m of messages) {
         const ce = cloudEventHeaders(m, now)
-        if (!isChained(m.subject)) {
+        if (!linked(m.subject)) {
           out.push({ ...m, headers: { ...m.headers, ...ce } })
           continue
         }
