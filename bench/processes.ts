@@ -123,6 +123,7 @@ export interface Sluice extends Started {
 export const startSluice = async (options: {
   readonly models: ReadonlyArray<CatalogEntry>
   readonly natsUrl?: string
+  readonly env?: Readonly<Record<string, string>>
   /** The bench-only switch SLUICE_BENCH_WITHOUT_CHAIN (src/benchSwitches.ts): no hash-chain links. */
   readonly withoutChain?: boolean
 }): Promise<Sluice> => {
@@ -144,6 +145,7 @@ export const startSluice = async (options: {
     delete env[name]
   }
   if (options.natsUrl !== undefined) env.NATS_URL = options.natsUrl
+  Object.assign(env, options.env)
   if (options.withoutChain === true) env.SLUICE_BENCH_WITHOUT_CHAIN = "1"
   const nodeArgs = (process.env.BENCH_SLUICE_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
   const started = spawnNode([...nodeArgs, "bin/server.mjs"], env)

@@ -4,8 +4,10 @@ import { describe, expect, it } from "vitest"
 import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { client } from "./support/client.js"
+import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { startSluice, type Sluice, type TestClockControls } from "./support/sluice.js"
 import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { waitFor } from "./support/waitFor.js"
 
 /*
  * A model-based test of the scheduling rules: random sequences of submissions, outcomes, cancels,
@@ -20,6 +22,12 @@ import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
  * nothing" are observed from outside. A restart stops the process gracefully (SIGTERM); a crash
  * kills it (SIGKILL). Either way a new process starts on the same data directory with its clock
  * where the old one's was.
+ *
+ * It runs twice: one process on the embedded log, and two processes on one nats-server, where each
+ * model's actor runs on whichever instance holds its lease. There every command goes through either
+ * instance, a restart or a crash hits one of them (a crashed owner's lease lapses and the other takes
+ * the model over), and every batch reads the same through both instances. Both processes' TestClocks
+ * move together.
  */
 
 const ACCOUNTS = ["acct-a", "acct-b"] as const
@@ -40,7 +48,8 @@ interface Batch {
 
 interface World {
   readonly sims: ReadonlyArray<Simulator>
-  sluice: Sluice & TestClockControls
+  readonly nats: NatsServer | undefined
+  readonly sluices: Array<Sluice & TestClockControls>
   readonly keys: Array<{ readonly key: string; readonly keyId: string }>
   readonly batches: Array<Batch>
   /** Accounts whose batches may not start a row now, with the upstream request count when that began. */
@@ -49,7 +58,12 @@ interface World {
   unique: number
 }
 
-const api = (w: World, account?: number) => client(w.sluice.url, account === undefined ? undefined : w.keys[account]!.key)
+const api = (w: World, account?: number, via = 0) =>
+  client(w.sluices[via % w.sluices.length]!.url, account === undefined ? undefined : w.keys[account]!.key)
+/** Every instance's TestClock moves by `ms`. */
+const adjustAll = async (w: World, ms: number) => {
+  for (const sluice of w.sluices) await sluice.adjust(ms)
+}
 const settle = () => new Promise((r) => setTimeout(r, 60))
 const received = (w: World, account: number) => w.sims[account]!.stats().received
 
@@ -72,12 +86,13 @@ const snapshot = async (reader: ReturnType<typeof client>, id: string) => {
 const checkInvariants = async (w: World) => {
   for (const batch of w.batches) {
     // The log first: a revoked key or a used-up quota may not read through the API.
-    const events = await storedEvents({ dataDir: w.sluice.dataDir }, batch.id)
+    const events = await storedEvents({ dataDir: w.sluices[0]!.dataDir, natsUrl: w.nats?.url }, batch.id)
     const closing = events.filter((e) => FINAL_EVENTS.has(e.type)).map((e) => e.type)
     // Final statuses are absorbing: one closing event at most, never followed by another.
     expect(closing.length).toBeLessThanOrEqual(1)
     if (closing[0] !== undefined) batch.finalStatus = closing[0]
-    const reader = client(w.sluice.url, w.keys[batch.account]!.key)
+    for (const sluice of w.sluices) {
+    const reader = client(sluice.url, w.keys[batch.account]!.key)
     const { got, rows } = await snapshot(reader, batch.id)
     if (got.status === 200) {
       const counts = got.body.request_counts
@@ -101,6 +116,7 @@ const checkInvariants = async (w: World) => {
       }
     } else {
       expect([401, 429]).toContain(got.status)
+    }
     }
     // No row attempted more than eight times, and no row's result recorded twice.
     const starts = new Map<number, number>()
@@ -129,36 +145,36 @@ const command = (name: string, run: (w: World) => Promise<void>, check: (w: Worl
   toString: () => name,
 })
 
-const submit = (account: number, kinds: ReadonlyArray<Kind>) =>
-  command(`submit(${ACCOUNTS[account]}, ${kinds.join(",")})`, async (w) => {
+const submit = (account: number, kinds: ReadonlyArray<Kind>, via: number) =>
+  command(`submit(${ACCOUNTS[account]}, ${kinds.join(",")}, via ${via})`, async (w) => {
     const requests = kinds.map((kind, i) => {
       const tag = `${w.unique++}`
       const content =
         kind === "ok" ? `ok ${tag}` : kind === "transient" ? `flaky ${tag} ${simDirective.fail(2, 503)}` : `bad ${tag} ${simDirective.status(400)}`
       return { custom_id: `r${i}`, body: { model: `m-${account}`, messages: [{ role: "user", content }] } }
     })
-    const created = await api(w, account).call("POST", "/v1/batches", { requests })
+    const created = await api(w, account, via).call("POST", "/v1/batches", { requests })
     if (created.status === 200) w.batches.push({ id: created.body.id, account, total: kinds.length })
     else expect([401, 403, 429]).toContain(created.status)
   })
 
-const cancel = (pick: number) =>
-  command(`cancel(#${pick})`, async (w) => {
+const cancel = (pick: number, via: number) =>
+  command(`cancel(#${pick}, via ${via})`, async (w) => {
     const batch = w.batches[pick % w.batches.length]
     if (batch === undefined) return
-    const answer = await api(w, batch.account).call("POST", `/v1/batches/${batch.id}/cancel`)
+    const answer = await api(w, batch.account, via).call("POST", `/v1/batches/${batch.id}/cancel`)
     expect([200, 401, 429]).toContain(answer.status)
   })
 
 const advance = (ms: number) =>
   command(`advance(${ms}ms)`, async (w) => {
-    await w.sluice.adjust(ms)
+    await adjustAll(w, ms)
   })
 
 const midnight = command("midnight", async (w) => {
-  const now = await w.sluice.now()
+  const now = await w.sluices[0]!.now()
   const next = Math.floor(now / 86_400_000) * 86_400_000 + 86_400_000
-  await w.sluice.adjust(next - now + 1_000)
+  await adjustAll(w, next - now + 1_000)
 })
 
 const revoke = (account: number) =>
@@ -193,21 +209,25 @@ const revokeAccess = (account: number) =>
   })
 
 const windowCloses = command("windowCloses", async (w) => {
-  await w.sluice.adjust(24 * 3_600_000 + 1_000)
+  await adjustAll(w, 24 * 3_600_000 + 1_000)
 })
 
-/** Stops the process with `signal`, then starts a new one on the same data directory, its clock where the old one's was. */
-const stopAndStart = (signal: "SIGTERM" | "SIGKILL") => async (w: World) => {
-  const at = await w.sluice.now()
-  // A graceful stop drains the running rows and exits 0; a kill leaves them for the next process.
-  expect(await w.sluice.stop(signal)).toBe(signal === "SIGTERM" ? 0 : "SIGKILL")
-  w.sluice = await startWorld(w.sims, w.sluice.dataDir, at)
+/** Stops one process with `signal`, then starts a new one on its data directory, its clock where the old one's was. */
+const stopAndStart = (signal: "SIGTERM" | "SIGKILL", which: number) => async (w: World) => {
+  const i = which % w.sluices.length
+  const old = w.sluices[i]!
+  const at = await old.now()
+  // A graceful stop drains the running rows (and hands its leases over) and exits 0; a kill leaves them
+  // for the next process, or for the other instance once the dead one's leases lapse.
+  expect(await old.stop(signal)).toBe(signal === "SIGTERM" ? 0 : "SIGKILL")
+  w.sluices[i] = await startInstance(w.sims, w.nats, old.dataDir, at)
 }
-const restart = command("restart", stopAndStart("SIGTERM"))
-const crash = command("crash", stopAndStart("SIGKILL"))
+const restart = (which: number) => command(`restart(#${which})`, stopAndStart("SIGTERM", which))
+const crash = (which: number) => command(`crash(#${which})`, stopAndStart("SIGKILL", which))
 
-const startWorld = (sims: ReadonlyArray<Simulator>, dataDir?: string, startAt?: number) =>
+const startInstance = (sims: ReadonlyArray<Simulator>, nats: NatsServer | undefined, dataDir?: string, startAt?: number) =>
   startSluice({
+    ...(nats === undefined ? {} : { natsUrl: nats.url, env: { SLUICE_LEASE_TTL_MS: "1000" } }),
     // A timeout far past any clock jump here: a jump must not abandon requests the upstream still serves.
     models: sims.map((sim, i) => ({ id: `m-${i}`, upstream_url: sim.url, batch_concurrency: MODEL_SLOTS, input_usd_per_mtok: 1, output_usd_per_mtok: 1, timeout_ms: 30 * 86_400_000 })),
     testClock: startAt === undefined ? {} : { startMs: startAt },
@@ -215,16 +235,17 @@ const startWorld = (sims: ReadonlyArray<Simulator>, dataDir?: string, startAt?: 
   })
 
 const account = fc.integer({ min: 0, max: ACCOUNTS.length - 1 })
+const instance = fc.nat({ max: 1 })
 const submission = fc
-  .tuple(account, fc.array(fc.constantFrom<Kind>("ok", "ok", "transient", "permanent"), { minLength: 1, maxLength: 6 }))
-  .map(([a, k]) => submit(a, k))
+  .tuple(account, fc.array(fc.constantFrom<Kind>("ok", "ok", "transient", "permanent"), { minLength: 1, maxLength: 6 }), instance)
+  .map(([a, k, via]) => submit(a, k, via))
 const commands = fc.commands(
   [
     submission,
     submission,
     submission,
     fc.constantFrom(1_000, 30_000).map(advance),
-    fc.nat().map(cancel),
+    fc.tuple(fc.nat(), instance).map(([pick, via]) => cancel(pick, via)),
     fc.constantFrom(1_000, 30_000, 300_000).map(advance),
     fc.constant(midnight),
     account.map(revoke),
@@ -233,40 +254,53 @@ const commands = fc.commands(
     account.map(exhaustQuota),
     account.map(revokeAccess),
     fc.constant(windowCloses),
-    fc.constant(restart),
-    fc.constant(crash),
+    instance.map(restart),
+    instance.map(crash),
   ],
   { maxCommands: 20 },
 )
 
-describe("scheduling, model-based", () => {
+const setups = [
+  { name: "one instance on the embedded log", instances: 1, nats: false, numRuns: 12 },
+  { name: "two instances on one nats-server", instances: 2, nats: true, numRuns: 6 },
+] as const
+
+describe.each(setups)("scheduling, model-based: $name", (setup) => {
   it("random sequences of submissions, outcomes, cancels, key, account and quota changes, midnights, closing windows, restarts and crashes keep every invariant, and every batch finishes", async () => {
     await fc.assert(
       fc.asyncProperty(commands, async (cmds) => {
         const sims = await Promise.all(ACCOUNTS.map(() => startSimulator({ models: ACCOUNTS.map((_, i) => `m-${i}`), latencyMs: 40 })))
-        const w: World = { sims, sluice: await startWorld(sims), keys: [], batches: [], held: new Map(), revoked: new Set(), unique: 0 }
+        const nats = setup.nats ? await startNatsServer() : undefined
+        const w: World = { sims, nats, sluices: [], keys: [], batches: [], held: new Map(), revoked: new Set(), unique: 0 }
         try {
+          w.sluices.push(await startInstance(sims, nats))
+          for (let i = 1; i < setup.instances; i++) w.sluices.push(await startInstance(sims, nats, undefined, await w.sluices[0]!.now()))
           for (const [i, id] of ACCOUNTS.entries()) {
             await api(w).admin("POST", "/admin/v1/accounts", { id, tier: "internal", concurrency: ACCOUNT_CONCURRENCY, models: [`m-${i}`] })
             const key = await api(w).admin("POST", `/admin/v1/accounts/${id}/keys`, {})
             w.keys.push({ key: key.body.key, keyId: key.body.id })
           }
+          for (const [a] of ACCOUNTS.entries())
+            for (const via of w.sluices.keys()) await waitFor("the key to reach every instance", async () => (await api(w, a, via).call("GET", "/v1/batches")).status === 200)
           await fc.asyncModelRun(() => ({ model: {}, real: w }), cmds)
           // Nothing is left stuck: with every account restored and time moving on, every batch ends.
           for (const a of ACCOUNTS.keys()) await restore(a).run({}, w)
           for (let step = 0; step < 60 && w.batches.some((b) => b.finalStatus === undefined); step++) {
-            await w.sluice.adjust(3_600_000)
+            await adjustAll(w, 3_600_000)
             await settle()
             await checkInvariants(w)
           }
           expect(w.batches.filter((b) => b.finalStatus === undefined).map((b) => b.id)).toEqual([])
         } finally {
-          await w.sluice.stop("SIGKILL")
-          rmSync(w.sluice.dataDir, { recursive: true, force: true })
+          for (const sluice of w.sluices) {
+            await sluice.stop("SIGKILL")
+            rmSync(sluice.dataDir, { recursive: true, force: true })
+          }
           await Promise.all(sims.map((s) => s.close()))
+          await nats?.stop()
         }
       }),
-      { numRuns: 12 },
+      { numRuns: setup.numRuns },
     )
-  }, 600_000)
+  }, 900_000)
 })

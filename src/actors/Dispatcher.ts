@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Exit, Fiber, Layer, Queue, Schedule, Scope } from "effect"
 import { ModelCatalog } from "../config/ModelCatalog.js"
+import { LOG_RETRY as logRetry } from "./logRetry.js"
 import { isFinal } from "../domain/batch/state.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads } from "../projections/batchReads.js"
@@ -40,7 +41,7 @@ interface Owned {
   readonly batches: Set<string>
 }
 
-const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo("30 seconds"))
+const LOG_RETRY = logRetry.pipe(Schedule.upTo("30 seconds"))
 
 export const Live = Layer.scoped(
   Dispatcher,

@@ -1,19 +1,18 @@
-import { Effect, Random, Schedule } from "effect"
+import { Clock, Effect, Random, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
 import type { BatchEvent } from "../domain/batch/events.js"
-import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
-import { backoffMs } from "../domain/upstream/retryPolicy.js"
-import { type EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
+import { rowOutcome } from "../domain/upstream/rowOutcome.js"
+import type { EventLogShape } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
 import type { BatchWriterShape, Decided } from "./BatchWriter.js"
 import type { LaneHold, LeaseLost } from "./lease/LaneHold.js"
-import { heldCalls } from "../domain/scheduling/batchSlots.js"
-import { FairQueue } from "../domain/scheduling/FairQueue.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
 import { makeBodyCache } from "./bodyCache.js"
+import { whileLogUnavailable } from "./logRetry.js"
+import { makeModelSlots } from "./model/modelSlots.js"
 import { makeUpstreamCaller } from "./upstreamCall.js"
 import { type MetricsShape, type ModelSnapshot, answerLabel } from "../metrics/Metrics.js"
 
@@ -31,15 +30,15 @@ export interface ModelActor {
   readonly snapshot: () => ModelSnapshot
 }
 
-const SHUTDOWN_GRACE_MS = 30_000
+const SHUTDOWN_GRACE = "30 seconds"
 /** Batches whose create time is kept for their rows' first starts; the oldest is forgotten first. */
 const CREATED_AT_LIMIT = 10_000
-const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
 /**
- * One model's batch slots: at most `batchSlots` rows at the model at once, taken from the batches in
- * turn by workers that each run one row at a time. On shutdown it stops taking rows and lets the
- * running ones finish.
+ * One model's actor, run by the holder of its lease: workers take rows in turn from its slots
+ * (model/modelSlots.ts) and run each through its attempt: the start decided and appended in the
+ * lease's lane, the upstream call, the answer's outcome (domain/upstream/rowOutcome.ts) settled, a
+ * retry slept until due. On shutdown it stops taking rows and lets the running ones finish.
  */
 export const makeModelActor = (
   model: ModelEntry,
@@ -53,24 +52,11 @@ export const makeModelActor = (
   onLost: (lost: LeaseLost) => void,
 ) =>
   Effect.gen(function* () {
-    const queue = new FairQueue()
     // The actors' clock (the writer's too), read without an effect: the row path reads it twice a row.
     const clock = yield* Effect.clock
     const bodies = makeBodyCache(results, log)
     const upstream = yield* makeUpstreamCaller(model)
-    let waiting: Array<() => void> = []
-    // A batch slot is an upstream call: held from the row's take until the model answers. Its log writes
-    // are not: the start is appended while the call runs and the settle after the slot is free, so the
-    // slots stay busy however long the log takes (B3). `calling` counts the calls at the model and the
-    // few (`held`) started beyond its slots, which the upstream thread sends as slots free; `busy`
-    // counts rows from take until settled.
-    const held = heldCalls(model.batchConcurrency)
-    const limitCalls = () => {
-      if (held > 0) upstream.limit(load.batchSlots(model))
-    }
-    let calling = 0
-    let busy = 0
-    let draining = false
+    const slots = yield* makeModelSlots(model, load, admission, upstream)
     let abandoned = false
     const createdAt = new Map<string, number>()
     /** Rows sleeping until their retry, by account: queued, though not in the queue. */
@@ -80,52 +66,15 @@ export const makeModelActor = (
       if (n > 0) retrying.set(accountId, n)
       else retrying.delete(accountId)
     }
-
-    /** Lets up to `n` waiting workers look for a row again: one freed slot wakes one worker, not all. */
-    const wake = (n = Infinity) => {
-      const sleepers = n >= waiting.length ? waiting : waiting.slice(0, n)
-      waiting = n >= waiting.length ? [] : waiting.slice(n)
-      for (const resume of sleepers) resume()
-    }
-    const wakeAll = () => wake()
-    const stopTaking = () => {
-      draining = true
-      wakeAll()
-    }
     const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>, created?: number) => {
       if (created !== undefined) {
         if (createdAt.size >= CREATED_AT_LIMIT) createdAt.delete(createdAt.keys().next().value!)
         createdAt.set(batchId, created)
       }
-      queue.push(accountId, batchId, rows)
-      wake(Math.max(0, load.batchSlots(model) + held - calling))
+      slots.push(accountId, batchId, rows)
     }
-    admission.onChange(wakeAll)
-    load.onChange(() => {
-      limitCalls()
-      wakeAll()
-    })
-    load.onFewer(limitCalls)
-    limitCalls()
-    const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
-    const takeRow = () => {
-      const item = draining || calling >= load.batchSlots(model) + held ? undefined : queue.take(mayStart)
-      if (item !== undefined) {
-        // Taken synchronously with the check above, so no two workers pass it for the last slot.
-        calling++
-        busy++
-        admission.acquire(item.accountId)
-      }
-      return item
-    }
-    const waitForTurn = Effect.async<void>((resume) => {
-      waiting.push(() => resume(Effect.void))
-    })
-    const nextRow: Effect.Effect<NonNullable<ReturnType<typeof takeRow>>> = Effect.suspend(() => {
-      const item = takeRow()
-      return item !== undefined ? Effect.succeed(item) : Effect.flatMap(waitForTurn, () => nextRow)
-    })
 
+    const costOf = (usage: unknown) => costUsd(model, usage)
     const outcomeOf = (attempt: number, body: string, freeSlot: () => void) => {
       metrics.attempt(model.id)
       return Effect.flatMap(
@@ -135,39 +84,12 @@ export const makeModelActor = (
           load.observe(model, answer._tag === "Response" ? answer.status : undefined)
           freeSlot()
         }),
-        (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome; readonly reason: string }> => {
-          const classified = classifyUpstream(answer)
-          const at = clock.unsafeCurrentTimeMillis()
-          const reason = answerLabel(answer)
-          switch (classified._tag) {
-            case "Success": {
-              const completion = answer._tag === "Response" ? answer.body : null
-              const response = { status_code: 200, request_id: `req_${randomUUID().replaceAll("-", "")}`, body: completion }
-              const usage = (completion as { usage?: unknown } | null)?.usage
-              return Effect.succeed({ at, reason, outcome: { _tag: "Completed", response, costUsd: costUsd(model, usage) } })
-            }
-            case "Retryable": {
-              const error =
-                classified.status === undefined
-                  ? { code: classified.code, message: classified.message }
-                  : { code: classified.code, message: classified.message, status: classified.status }
-              return Effect.map(Random.next, (random) => ({
-                at,
-                reason,
-                outcome: { _tag: "Retryable", error, retryAt: at + backoffMs(attempt, random, classified.retryAfterMs) },
-              }))
-            }
-            case "Permanent":
-              return Effect.succeed({
-                at,
-                reason,
-                outcome: {
-                  _tag: "Permanent",
-                  error: { code: classified.code, message: classified.message, status: classified.status },
-                },
-              })
-          }
-        },
+        (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome; readonly reason: string }> =>
+          Effect.map(Random.next, (random) => {
+            const at = clock.unsafeCurrentTimeMillis()
+            const requestId = `req_${randomUUID().replaceAll("-", "")}`
+            return { at, reason: answerLabel(answer), outcome: rowOutcome(answer, { attempt, at, random, requestId, costOf }) }
+          }),
       )
     }
 
@@ -179,24 +101,6 @@ export const makeModelActor = (
         else if (e.type === "row_cancelled") metrics.rowSettled(model.id, "cancelled")
         else if (e.type === "row_retrying") metrics.retry(model.id, reason)
       }
-    }
-
-    /**
-     * `attempt` again, with a warning each time, while the log is unavailable (a NATS restart, a publish
-     * whose ack was lost): a row is never dropped for it. The retry is set up only once an attempt has
-     * failed: a retry wrapper costs about 15 µs even when unused.
-     */
-    const whileLogUnavailable = <A, E>(attempt: Effect.Effect<A, E | LogUnavailable>, waits: (e: LogUnavailable) => string) => {
-      const unavailable = (e: unknown): e is LogUnavailable => e instanceof LogUnavailable
-      const warned = (e: unknown) => (unavailable(e) ? Effect.logWarning(waits(e)) : Effect.void)
-      return attempt.pipe(
-        Effect.catchIf(unavailable, (e) =>
-          Effect.andThen(
-            warned(e),
-            attempt.pipe(Effect.tapError(warned), Effect.retry({ schedule: LOG_RETRY, while: unavailable })),
-          ),
-        ),
-      )
     }
 
     // Deciding a command twice gives the same events with the same message ids, which the log stores once.
@@ -274,8 +178,7 @@ export const makeModelActor = (
         Effect.catchTag("BatchNotFound", () => Effect.void),
         Effect.catchTag("LeaseLost", (lost) =>
           Effect.sync(() => {
-            draining = true
-            wakeAll()
+            slots.stopTaking()
             onLost(lost)
           }),
         ),
@@ -283,66 +186,50 @@ export const makeModelActor = (
       )
 
     const worker = Effect.forever(
-      Effect.flatMap(nextRow, ({ accountId, batchId, row }) => {
-        let holdsSlot = true
-        const freeSlot = () => {
-          if (!holdsSlot) return
-          holdsSlot = false
-          calling--
-          wake(1)
-        }
-        return runRow(accountId, batchId, row, freeSlot).pipe(
-          Effect.ensuring(
-            Effect.sync(() => {
-              freeSlot()
-              busy--
-              admission.release(accountId)
-            }),
-          ),
+      Effect.flatMap(slots.next, (taken) =>
+        runRow(taken.accountId, taken.batchId, taken.row, taken.freeSlot).pipe(Effect.ensuring(Effect.sync(taken.finish))),
+      ),
+    )
+    for (let i = 0; i < slots.workers; i++) yield* Effect.forkScoped(worker)
+    // Added after the workers so it runs before they are interrupted: running rows finish first. It
+    // waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        slots.stopTaking()
+        return Effect.suspend(() => (slots.busy() === 0 || abandoned ? Effect.void : Effect.fail("rows still running"))).pipe(
+          Effect.retry(Schedule.spaced("20 millis")),
+          Effect.timeout(SHUTDOWN_GRACE),
+          Effect.ignore,
+          Effect.withClock(Clock.make()),
         )
       }),
-    )
-    // Twice the slots: a worker whose row is being settled has freed its slot for another to take.
-    for (let i = 0; i < 2 * model.batchConcurrency + held; i++) yield* Effect.forkScoped(worker)
-    // Added after the workers so it runs before they are interrupted: running rows finish first.
-    // It waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(
-        () =>
-          new Promise<void>((resolve) => {
-            stopTaking()
-            const deadline = Date.now() + SHUTDOWN_GRACE_MS
-            const check = () => (busy === 0 || abandoned || Date.now() > deadline ? resolve() : setTimeout(check, 20))
-            check()
-          }),
-      ),
     )
 
     return {
       model,
       enqueue,
       drop: (batchId: string) => {
-        queue.drop(batchId)
+        slots.drop(batchId)
         bodies.drop(batchId)
         createdAt.delete(batchId)
       },
-      stopTaking,
+      stopTaking: slots.stopTaking,
       abandon: () => {
         abandoned = true
-        stopTaking()
+        slots.stopTaking()
       },
-      inFlight: () => calling,
-      queued: () => queue.size,
+      inFlight: slots.calling,
+      queued: slots.queued,
       snapshot: () => {
-        const queuedByAccount = queue.sizesByAccount()
+        const queuedByAccount = slots.queuedByAccount()
         for (const [accountId, n] of retrying) queuedByAccount.set(accountId, (queuedByAccount.get(accountId) ?? 0) + n)
         return {
           model: model.id,
           batchConcurrency: model.batchConcurrency,
           concurrency: load.concurrency(model),
           slotsLimit: load.batchSlots(model),
-          slotsInUse: Math.max(0, calling - upstream.held()),
-          running: busy,
+          slotsInUse: slots.inUse(),
+          running: slots.busy(),
           queuedByAccount,
           interactiveInFlight: load.interactiveInFlight(model),
           leaseOwner: lane.owner,

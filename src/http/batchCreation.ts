@@ -1,20 +1,20 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import { createHash } from "node:crypto"
-import { type BatchWriterShape, newBatchId } from "../actors/BatchWriter.js"
-import type { DispatcherShape } from "../actors/Dispatcher.js"
-import type { IdempotencyKeys } from "../actors/idempotencyKeys.js"
+import { BatchWriter, newBatchId } from "../actors/BatchWriter.js"
+import { Dispatcher } from "../actors/Dispatcher.js"
+import { makeIdempotencyKeys } from "../actors/idempotencyKeys.js"
 import type { BatchObject } from "../domain/api/BatchObject.js"
 import { type ValidBatch, validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { idempotencyVerdict, parseIdempotencyKey } from "../domain/idempotency/verdict.js"
-import type { LogUnavailable } from "../eventlog/EventLog.js"
-import type { BatchRow } from "../projections/batchReads.js"
-import type { ProjectorShape } from "../projections/Projector.js"
+import { EventLog } from "../eventlog/EventLog.js"
+import { Projector } from "../projections/Projector.js"
 import type { Caller } from "./auth.js"
+import { BatchAccess } from "./batchAccess.js"
 import { readJsonBody } from "./body.js"
 import { type ApiError, badRequest, conflict, RetryLater, unprocessable } from "./errors.js"
-import { errorResponse } from "./respond.js"
-import type { unfinishedLimit } from "./unfinishedLimit.js"
+import { HttpSettings } from "./settings.js"
+import { unfinishedLimit } from "./unfinishedLimit.js"
 
 const sha256 = (...parts: ReadonlyArray<string>) => {
   const hash = createHash("sha256")
@@ -37,18 +37,6 @@ export interface Created {
   readonly replayed: boolean
 }
 
-interface Dependencies {
-  readonly writer: BatchWriterShape
-  readonly completionWindowMs: number
-  readonly projector: ProjectorShape
-  readonly dispatcher: DispatcherShape
-  readonly limit: ReturnType<typeof unfinishedLimit>
-  readonly keys: IdempotencyKeys
-  readonly logDown: (e: LogUnavailable) => ApiError
-  readonly current: (batchId: string) => BatchObject
-  readonly owned: (accountId: string, batchId: string) => Effect.Effect<BatchRow, ApiError>
-}
-
 /** A claim lost to a concurrent create: the key's records are read again. */
 class Raced {}
 
@@ -56,136 +44,147 @@ const stillStoring = () =>
   new RetryLater(conflict("A request with this Idempotency-Key is still being stored; retry once it has answered"), 1)
 
 /** Creating a batch: from a create's body (with or without an idempotency key) or from a rerun's rows. */
-export const batchCreation = (d: Dependencies) => {
-  const valid = (input: unknown, isAvailable: (model: string) => boolean) =>
-    Either.match(validateCreateBatch(input, { isAvailable }), {
-      onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-      onRight: Effect.succeed,
-    })
+export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCreation", {
+  effect: Effect.gen(function* () {
+    const access = yield* BatchAccess
+    const writer = yield* BatchWriter
+    const settings = yield* HttpSettings
+    const d = {
+      writer,
+      completionWindowMs: settings.completionWindowMs,
+      projector: yield* Projector,
+      dispatcher: yield* Dispatcher,
+      limit: unfinishedLimit(access.batches, settings.maxUnfinishedBatches, writer.now),
+      keys: makeIdempotencyKeys(yield* EventLog),
+      logDown: access.logDown,
+      current: access.current,
+      owned: access.owned,
+    }
+    const valid = (input: unknown, isAvailable: (model: string) => boolean) =>
+      Either.match(validateCreateBatch(input, { isAvailable }), {
+        onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+        onRight: Effect.succeed,
+      })
 
-  /** Stores the batch holding one of the account's unfinished places; `beforeStore` runs in that hold. */
-  const storeValid = <E = never>(
-    caller: Caller,
-    batch: ValidBatch,
-    options: { readonly batchId?: string; readonly rerunOf?: string; readonly beforeStore?: Effect.Effect<void, E> },
-  ): Effect.Effect<Created, ApiError | E> =>
-    Effect.gen(function* () {
-      // The rows are handed to the writer once and not kept while the projections apply them: a
-      // 32 MiB batch is several times that as objects.
-      let rows: ValidBatch["requests"] | undefined = batch.requests
-      const take = () => {
-        const taken = rows ?? []
-        rows = undefined
-        return taken
-      }
-      const { batchId, createdAt } = yield* d.limit.holdingPlace(
-        caller.account.id,
-        Effect.gen(function* () {
-          if (options.beforeStore !== undefined) yield* options.beforeStore as Effect.Effect<void, E>
-          const { batchId, seq, createdAt } = yield* d.writer
-            .create({
-              accountId: caller.account.id,
-              keyId: caller.keyId,
-              completionWindowMs: d.completionWindowMs,
-              metadata: batch.metadata,
-              requests: take(),
-              ...(options.batchId === undefined ? {} : { batchId: options.batchId }),
-              ...(options.rerunOf === undefined ? {} : { rerunOf: options.rerunOf }),
-            })
-            .pipe(Effect.mapError(d.logDown))
-          yield* d.projector.awaitSeq(seq)
-          return { batchId, createdAt }
-        }),
-      )
-      // Nothing runs during the create call: the rows start in the background.
-      yield* Effect.forkDaemon(d.dispatcher.enqueueBatch(batchId, createdAt))
-      return { batch: d.current(batchId), replayed: false } satisfies Created
-    })
+    /** Stores the batch holding one of the account's unfinished places; `beforeStore` runs in that hold. */
+    const storeValid = <E = never>(
+      caller: Caller,
+      batch: ValidBatch,
+      options: { readonly batchId?: string; readonly rerunOf?: string; readonly beforeStore?: Effect.Effect<void, E> },
+    ): Effect.Effect<Created, ApiError | E> =>
+      Effect.gen(function* () {
+        // The rows are handed to the writer once and not kept while the projections apply them: a
+        // 32 MiB batch is several times that as objects.
+        let rows: ValidBatch["requests"] | undefined = batch.requests
+        const take = () => {
+          const taken = rows ?? []
+          rows = undefined
+          return taken
+        }
+        const { batchId, createdAt } = yield* d.limit.holdingPlace(
+          caller.account.id,
+          Effect.gen(function* () {
+            if (options.beforeStore !== undefined) yield* options.beforeStore as Effect.Effect<void, E>
+            const { batchId, seq, createdAt } = yield* d.writer
+              .create({
+                accountId: caller.account.id,
+                keyId: caller.keyId,
+                completionWindowMs: d.completionWindowMs,
+                metadata: batch.metadata,
+                requests: take(),
+                ...(options.batchId === undefined ? {} : { batchId: options.batchId }),
+                ...(options.rerunOf === undefined ? {} : { rerunOf: options.rerunOf }),
+              })
+              .pipe(Effect.mapError(d.logDown))
+            yield* d.projector.awaitSeq(seq)
+            return { batchId, createdAt }
+          }),
+        )
+        // Nothing runs during the create call: the rows start in the background.
+        yield* Effect.forkDaemon(d.dispatcher.enqueueBatch(batchId, createdAt))
+        return { batch: d.current(batchId), replayed: false } satisfies Created
+      })
 
-  const store = <R>(caller: Caller, input: Effect.Effect<unknown, ApiError, R>, isAvailable: (model: string) => boolean, rerunOf?: string) =>
-    Effect.gen(function* () {
-      yield* d.limit.hasRoom(caller.account.id)
-      const batch = yield* valid(yield* input, isAvailable)
-      return yield* storeValid(caller, batch, rerunOf === undefined ? {} : { rerunOf })
-    })
+    const store = <R>(caller: Caller, input: Effect.Effect<unknown, ApiError, R>, isAvailable: (model: string) => boolean, rerunOf?: string) =>
+      Effect.gen(function* () {
+        yield* d.limit.hasRoom(caller.account.id)
+        const batch = yield* valid(yield* input, isAvailable)
+        return yield* storeValid(caller, batch, rerunOf === undefined ? {} : { rerunOf })
+      })
 
-  /**
-   * The IETF httpapi draft's Idempotency-Key: the key's records are read from the log, so a retry finds
-   * its first attempt on any instance and after any restart. The key is claimed (naming the batch to
-   * come) before the batch is stored, with the log refusing a second claim; a create that then fails
-   * releases it.
-   */
-  const idempotent = (caller: Caller, key: string, isAvailable: (model: string) => boolean) =>
-    Effect.gen(function* () {
-      const digest = sha256(caller.account.id, key)
-      let bodySha256 = ""
-      const input = yield* readJsonBody(undefined, { read: (text) => void (bodySha256 = sha256(text)) })
-      let batch: ValidBatch | undefined
-      for (let attempt = 1; ; attempt++) {
-        const found = yield* d.keys.look(digest).pipe(Effect.mapError(d.logDown))
-        const now = yield* d.writer.now
-        const verdict = idempotencyVerdict({ last: found.last, batchStored: found.batchStored, bodySha256, now })
-        switch (verdict._tag) {
-          case "Replay": {
-            yield* d.projector.awaitSeq(yield* d.keys.head.pipe(Effect.mapError(d.logDown)))
-            yield* d.owned(caller.account.id, verdict.batchId)
-            return { batch: d.current(verdict.batchId), replayed: true } satisfies Created
-          }
-          case "BodyDiffers":
-            return yield* Effect.fail(
-              unprocessable("This Idempotency-Key was used with a different request body in the last 24 hours; use a new key for a new batch", "Idempotency-Key"),
-            )
-          case "InProgress":
-            return yield* Effect.fail(stillStoring())
-          case "Claim": {
-            yield* d.limit.hasRoom(caller.account.id)
-            batch ??= yield* valid(input, isAvailable)
-            const batchId = newBatchId()
-            let claimedAt = 0
-            const claim = d.keys
-              .record(digest, found.seq, { type: "idempotency_key_claimed", account_id: caller.account.id, body_sha256: bodySha256, batch_id: batchId, at: now })
-              .pipe(
-                Effect.tap((seq) => void (claimedAt = seq)),
-                Effect.catchTags({ WrongLastSequence: () => Effect.fail(new Raced()), LogUnavailable: (e) => Effect.fail(d.logDown(e)) }),
-                Effect.asVoid,
+    /**
+     * The IETF httpapi draft's Idempotency-Key: the key's records are read from the log, so a retry finds
+     * its first attempt on any instance and after any restart. The key is claimed (naming the batch to
+     * come) before the batch is stored, with the log refusing a second claim; a create that then fails
+     * releases it.
+     */
+    const idempotent = (caller: Caller, key: string, isAvailable: (model: string) => boolean) =>
+      Effect.gen(function* () {
+        const digest = sha256(caller.account.id, key)
+        let bodySha256 = ""
+        const input = yield* readJsonBody(undefined, { read: (text) => void (bodySha256 = sha256(text)) })
+        let batch: ValidBatch | undefined
+        for (let attempt = 1; ; attempt++) {
+          const found = yield* d.keys.look(digest).pipe(Effect.mapError(d.logDown))
+          const now = yield* d.writer.now
+          const verdict = idempotencyVerdict({ last: found.last, batchStored: found.batchStored, bodySha256, now })
+          switch (verdict._tag) {
+            case "Replay": {
+              yield* d.projector.awaitSeq(yield* d.keys.head.pipe(Effect.mapError(d.logDown)))
+              yield* d.owned(caller.account.id, verdict.batchId)
+              return { batch: d.current(verdict.batchId), replayed: true } satisfies Created
+            }
+            case "BodyDiffers":
+              return yield* Effect.fail(
+                unprocessable("This Idempotency-Key was used with a different request body in the last 24 hours; use a new key for a new batch", "Idempotency-Key"),
               )
-            const stored = yield* storeValid(caller, batch, { batchId, beforeStore: claim }).pipe(
-              Effect.tapError(() =>
-                claimedAt === 0
-                  ? Effect.void
-                  : d.keys
-                      .record(digest, claimedAt, { type: "idempotency_key_released", account_id: caller.account.id, batch_id: batchId, at: now })
-                      .pipe(Effect.ignore),
-              ),
-              Effect.catchIf(
-                (e): e is Raced => e instanceof Raced,
-                () => (attempt < 3 ? Effect.succeed(undefined) : Effect.fail(stillStoring())),
-              ),
-            )
-            if (stored !== undefined) return stored
+            case "InProgress":
+              return yield* Effect.fail(stillStoring())
+            case "Claim": {
+              yield* d.limit.hasRoom(caller.account.id)
+              batch ??= yield* valid(input, isAvailable)
+              const batchId = newBatchId()
+              let claimedAt = 0
+              const claim = d.keys
+                .record(digest, found.seq, { type: "idempotency_key_claimed", account_id: caller.account.id, body_sha256: bodySha256, batch_id: batchId, at: now })
+                .pipe(
+                  Effect.tap((seq) => void (claimedAt = seq)),
+                  Effect.catchTags({ WrongLastSequence: () => Effect.fail(new Raced()), LogUnavailable: (e) => Effect.fail(d.logDown(e)) }),
+                  Effect.asVoid,
+                )
+              const stored = yield* storeValid(caller, batch, { batchId, beforeStore: claim }).pipe(
+                Effect.tapError(() =>
+                  claimedAt === 0
+                    ? Effect.void
+                    : d.keys
+                        .record(digest, claimedAt, { type: "idempotency_key_released", account_id: caller.account.id, batch_id: batchId, at: now })
+                        .pipe(Effect.ignore),
+                ),
+                Effect.catchIf(
+                  (e): e is Raced => e instanceof Raced,
+                  () => (attempt < 3 ? Effect.succeed(undefined) : Effect.fail(stillStoring())),
+                ),
+              )
+              if (stored !== undefined) return stored
+            }
           }
         }
-      }
-    })
+      })
 
-  const create = (caller: Caller, key: Option.Option<string>, isAvailable: (model: string) => boolean) =>
-    Option.match(key, {
-      onNone: () => store(caller, readJsonBody(), isAvailable),
-      onSome: (k) => idempotent(caller, k, isAvailable),
-    })
+    /** `POST /v1/batches`: the batch in the request's body, once per `Idempotency-Key` when it sends one. */
+    const create = (caller: Caller) =>
+      Effect.gen(function* () {
+        yield* access.reachable
+        const key = yield* idempotencyKeyHeader
+        return yield* Option.match(key, {
+          onNone: () => store(caller, readJsonBody(), access.isAvailable(caller)),
+          onSome: (k) => idempotent(caller, k, access.isAvailable(caller)),
+        })
+      })
 
-  /** The batch object, marked `Idempotent-Replayed: true` when it answers an earlier create again. */
-  const answer = <R>(effect: Effect.Effect<Created, ApiError, R>) =>
-    effect.pipe(
-      Effect.map(({ batch, replayed }) =>
-        HttpServerResponse.unsafeJson(batch, replayed ? { headers: { "idempotent-replayed": "true" } } : undefined),
-      ),
-      Effect.catchAll((error) => Effect.succeed(errorResponse(error))),
-    )
+    /** A rerun: the original's rows, checked by every rule of a create. */
+    const rerun = (caller: Caller, input: unknown, rerunOf: string) => store(caller, Effect.succeed(input), access.isAvailable(caller), rerunOf)
 
-  /** A rerun: the original's rows, checked by every rule of a create. */
-  const rerun = (caller: Caller, input: unknown, isAvailable: (model: string) => boolean, rerunOf: string) =>
-    store(caller, Effect.succeed(input), isAvailable, rerunOf)
-
-  return { create, rerun, answer }
-}
+    return { create, rerun } as const
+  }),
+}) {}

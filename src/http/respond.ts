@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import type { BatchObject } from "../domain/api/BatchObject.js"
 import { type ApiError, RetryLater, statusOf } from "./errors.js"
 
 export type { ApiError }
@@ -25,5 +26,16 @@ export const respondJson = <A, R>(effect: Effect.Effect<A, ApiError, R>) =>
 export const respondJsonText = <R>(effect: Effect.Effect<string, ApiError, R>) =>
   effect.pipe(
     Effect.map((text) => HttpServerResponse.text(text, { contentType: "application/json" })),
+    Effect.catchAll((error) => Effect.succeed(errorResponse(error))),
+  )
+
+/** For responses built whole (streams), or the error's envelope. */
+export const respondRaw = <R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>) =>
+  Effect.catchAll(effect, (error) => Effect.succeed(errorResponse(error)))
+
+/** A created batch's object, marked `Idempotent-Replayed: true` when it answers an earlier create again. */
+export const respondCreated = <R>(effect: Effect.Effect<{ readonly batch: BatchObject; readonly replayed: boolean }, ApiError, R>) =>
+  effect.pipe(
+    Effect.map(({ batch, replayed }) => HttpServerResponse.unsafeJson(batch, replayed ? { headers: { "idempotent-replayed": "true" } } : undefined)),
     Effect.catchAll((error) => Effect.succeed(errorResponse(error))),
   )

@@ -3,18 +3,28 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Deferred, Effect, Exit, FiberId, Layer } from "effect"
 import { createServer } from "node:http"
 import { InteractiveAccounting } from "../actors/interactiveAccounting.js"
+import { AdminAccounts } from "./adminAccounts.js"
 import { AdminLive, AdminModelsLive } from "./adminHandlers.js"
 import { SluiceApi } from "./api.js"
+import { BatchAccess } from "./batchAccess.js"
+import { BatchCommands } from "./batchCommands.js"
+import { BatchCreation } from "./batchCreation.js"
 import { BatchesLive } from "./batchesHandlers.js"
+import { BatchQueries } from "./batchQueries.js"
+import { ChatCompletions } from "./chatCompletions.js"
 import { ChatLive } from "./chatHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
 import { AsyncApiPage } from "./asyncApiPage.js"
+import { ModelList } from "./modelList.js"
 import { ModelsLive } from "./modelsHandlers.js"
+import { ModelStates } from "./modelStates.js"
+import { WebhookEndpoints } from "./webhookEndpoints.js"
 import { WebhooksLive } from "./webhooksHandlers.js"
 import { observed } from "./observe.js"
 import { OperationsLive } from "./operationsHandlers.js"
+import { Probes } from "./probes.js"
 import { routeTemplates } from "./routeTemplate.js"
 import { Metrics } from "../metrics/Metrics.js"
 
@@ -51,14 +61,20 @@ const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
     return Effect.succeed(envelope(response.status, ...known))
   })
 
+/** The services the batch endpoints delegate to, over one BatchAccess. */
+const BatchServices = Layer.mergeAll(BatchCommands.Default, BatchQueries.Default).pipe(
+  Layer.provide(BatchCreation.Default),
+  Layer.provide(BatchAccess.Default),
+)
+
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
-  Layer.provide(BatchesLive),
-  Layer.provide(AdminLive),
-  Layer.provide(AdminModelsLive),
-  Layer.provide(WebhooksLive),
-  Layer.provide(ModelsLive),
-  Layer.provide(OperationsLive),
-  Layer.provide(ChatLive.pipe(Layer.provide(InteractiveAccounting.fromAdmission))),
+  Layer.provide(BatchesLive.pipe(Layer.provide(BatchServices))),
+  Layer.provide(AdminLive.pipe(Layer.provide(AdminAccounts.Default))),
+  Layer.provide(AdminModelsLive.pipe(Layer.provide(ModelStates.Default))),
+  Layer.provide(WebhooksLive.pipe(Layer.provide(WebhookEndpoints.Default))),
+  Layer.provide(ModelsLive.pipe(Layer.provide(ModelList.Default))),
+  Layer.provide(OperationsLive.pipe(Layer.provide(Probes.Default))),
+  Layer.provide(ChatLive.pipe(Layer.provide(ChatCompletions.Default), Layer.provide(InteractiveAccounting.fromAdmission))),
 )
 
 /** How long requests still open at shutdown may take before their connections are closed. */

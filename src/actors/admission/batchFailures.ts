@@ -1,8 +1,8 @@
-import { Effect, Exit, Schedule } from "effect"
+import { Effect, Exit } from "effect"
 import type { OwnerError } from "../../domain/account/ownerVerdict.js"
 import type { BatchWriterShape } from "../BatchWriter.js"
+import { LOG_RETRY } from "../logRetry.js"
 
-const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 const LIMIT = 100_000
 
 /**

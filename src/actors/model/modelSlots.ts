@@ -1,0 +1,106 @@
+import { Effect, Option, Queue } from "effect"
+import type { ModelEntry } from "../../config/Catalog.js"
+import { heldCalls } from "../../domain/scheduling/batchSlots.js"
+import { FairQueue, type QueuedRow } from "../../domain/scheduling/FairQueue.js"
+import type { AdmissionShape } from "../Admission.js"
+import type { ModelLoadShape } from "../ModelLoad.js"
+
+/** What the slots need of the upstream caller: how many calls it holds back, and the cap on what it sends. */
+export interface CallLimit {
+  readonly held: () => number
+  readonly limit: (calls: number) => void
+}
+
+/** A row taken for a slot: `freeSlot` once the model has answered it, `finish` once it is settled. */
+export interface TakenRow extends QueuedRow {
+  readonly freeSlot: () => void
+  readonly finish: () => void
+}
+
+/**
+ * One model's batch slots and its turns. A slot is an upstream call: held from the row's take until
+ * the model answers. Its log writes are not: the start is appended while the call runs and the settle
+ * after the slot is free, so the slots stay busy however long the log takes. `calling` counts the calls
+ * at the model and the few (`held`) started beyond its slots, which the upstream thread sends as slots
+ * free; `busy` counts rows from take until settled. Rows are taken in the FairQueue's turns, among the
+ * batches the account checks let start.
+ */
+export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admission: AdmissionShape, calls: CallLimit) =>
+  Effect.gen(function* () {
+    const turns = new FairQueue()
+    // Workers with nothing to take wait here for a wake-up; the queue's negative size counts them.
+    const wakeups = yield* Queue.unbounded<void>()
+    const held = heldCalls(model.batchConcurrency)
+    let calling = 0
+    let busy = 0
+    let taking = true
+
+    /** Lets up to `n` waiting workers look for a row again: one freed slot wakes one worker, not all. */
+    const wake = (n = Infinity) => {
+      const waiting = -Option.getOrElse(wakeups.unsafeSize(), () => 0)
+      for (let i = Math.min(n, waiting); i > 0; i--) wakeups.unsafeOffer(undefined)
+    }
+    const limitCalls = () => {
+      if (held > 0) calls.limit(load.batchSlots(model))
+    }
+    admission.onChange(() => wake())
+    load.onChange(() => {
+      limitCalls()
+      wake()
+    })
+    load.onFewer(limitCalls)
+    limitCalls()
+
+    const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
+    const take = (): TakenRow | undefined => {
+      const item = !taking || calling >= load.batchSlots(model) + held ? undefined : turns.take(mayStart)
+      if (item === undefined) return undefined
+      // Taken synchronously with the check above, so no two workers pass it for the last slot.
+      calling++
+      busy++
+      admission.acquire(item.accountId)
+      let holdsSlot = true
+      const freeSlot = () => {
+        if (!holdsSlot) return
+        holdsSlot = false
+        calling--
+        wake(1)
+      }
+      return {
+        ...item,
+        freeSlot,
+        finish: () => {
+          freeSlot()
+          busy--
+          admission.release(item.accountId)
+        },
+      }
+    }
+    /** The next row in turn once a slot is free for it. */
+    const next: Effect.Effect<TakenRow> = Effect.suspend(() => {
+      const item = take()
+      return item !== undefined ? Effect.succeed(item) : Effect.zipRight(Queue.take(wakeups), next)
+    })
+
+    return {
+      /** Workers: twice the slots, as a worker whose row is being settled has freed its slot for another. */
+      workers: 2 * model.batchConcurrency + held,
+      next,
+      push: (accountId: string, batchId: string, rows: ReadonlyArray<number>) => {
+        turns.push(accountId, batchId, rows)
+        wake(Math.max(0, load.batchSlots(model) + held - calling))
+      },
+      drop: (batchId: string) => turns.drop(batchId),
+      /** No row is taken from now on (shutdown, a lost lease); the running ones go on. */
+      stopTaking: () => {
+        taking = false
+        wake()
+      },
+      queued: () => turns.size,
+      queuedByAccount: () => turns.sizesByAccount(),
+      calling: () => calling,
+      busy: () => busy,
+      inUse: () => Math.max(0, calling - calls.held()),
+    }
+  })
+export type ModelSlots = Effect.Effect.Success<ReturnType<typeof makeModelSlots>>

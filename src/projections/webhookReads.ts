@@ -1,0 +1,46 @@
+import type Database from "better-sqlite3"
+import type { WebhookEventName } from "../domain/webhook/events.js"
+
+/** A webhook endpoint as the read model holds it: `events` is a JSON array, `created_at` Unix ms. */
+export interface WebhookRow {
+  readonly id: string
+  readonly account_id: string
+  readonly url: string
+  readonly events: string
+  readonly created_at: number
+}
+
+/** One delivery owed to an endpoint, and how its attempts went. Times are Unix ms. */
+export interface DeliveryRow {
+  readonly id: string
+  readonly batch_id: string
+  readonly event: WebhookEventName
+  readonly status: "pending" | "delivered" | "failed"
+  readonly attempts: number
+  readonly created_at: number
+  readonly last_at: number | null
+  readonly last_status: number | null
+  readonly last_error: string | null
+  readonly next_at: number | null
+}
+
+export const webhookReads = (db: Database.Database) => {
+  const s = {
+    one: db.prepare<[string], WebhookRow>(`SELECT id, account_id, url, events, created_at FROM webhooks WHERE id = ? AND deleted_at IS NULL`),
+    ofAccount: db.prepare<[string], WebhookRow>(
+      `SELECT id, account_id, url, events, created_at FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at`,
+    ),
+    deliveries: db.prepare<[string], DeliveryRow>(
+      `SELECT id, batch_id, event, status, attempts, created_at, last_at, last_status, last_error, next_at
+       FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, id LIMIT 100`,
+    ),
+  }
+  return {
+    /** An endpoint not deleted. */
+    one: (id: string) => s.one.get(id),
+    ofAccount: (accountId: string) => s.ofAccount.all(accountId),
+    /** The endpoint's latest 100 deliveries, newest first. */
+    deliveries: (webhookId: string) => s.deliveries.all(webhookId),
+  }
+}
+export type WebhookReads = ReturnType<typeof webhookReads>
