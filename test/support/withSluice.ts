@@ -16,7 +16,7 @@ interface Options {
   /** The event log: the embedded SQLite file (default), or a nats-server of the fixture's own. */
   readonly log?: "embedded" | "nats"
   /** The catalog, given the simulator's base URL. */
-  readonly models: (simUrl: string) => ReadonlyArray<CatalogEntry>
+  readonly models: (simUrl: string) => ReadonlyArray<CatalogEntry> | Promise<ReadonlyArray<CatalogEntry>>
   readonly simulator?: SimulatorOptions
   /**
    * `file` (default): one Sluice for the file's tests, started before the first. `test`: each test
@@ -38,6 +38,8 @@ export interface SluiceFixture<S, O> {
   api(key?: string): ReturnType<typeof client>
   /** Starts a Sluice on the fixture's simulator and log; it is stopped, gracefully, after the test (or the file). */
   start(overrides?: O): Promise<S>
+  /** Stops every Sluice started so far, as after the test, and removes the data directories the fixture made. */
+  stop(): Promise<void>
 }
 
 interface Started {
@@ -64,6 +66,8 @@ export function withSluice(
   let models: ReadonlyArray<CatalogEntry> = []
   let current: Sluice | InProcessSluice | undefined
   let running: Array<Started> = []
+  // A test stopped an instance it had killed: its leases are still held on the nats-server.
+  let killedAny = false
 
   const launch = async (overrides: ProcessStart | InProcessStart = {}) => {
     const merged = { models, ...options.sluice, ...overrides, ...(nats === undefined ? {} : { natsUrl: nats.url }) }
@@ -93,13 +97,14 @@ export function withSluice(
 
   beforeAll(async () => {
     sim = await startSimulator(options.simulator)
-    models = options.models(sim.url)
+    models = await options.models(sim.url)
     if (options.log === "nats") nats = await startNatsServer()
     if (options.lifetime !== "test") await launch()
   })
   afterEach(async () => {
     if (options.lifetime !== "test") return
-    const killed = await stopAll()
+    const killed = (await stopAll()) || killedAny
+    killedAny = false
     if (killed && nats !== undefined) {
       await nats.stop()
       nats = await startNatsServer()
@@ -134,5 +139,8 @@ export function withSluice(
       return client(current.url, key)
     },
     start: launch,
+    stop: async () => {
+      killedAny = (await stopAll()) || killedAny
+    },
   }
 }
