@@ -7,20 +7,10 @@ import { EventLog } from "../eventlog/EventLog.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
+import { type DueDelivery, webhookReads } from "../projections/webhookReads.js"
 
 const LOOK_EVERY = Duration.millis(250)
 const ATTEMPT_TIMEOUT_MS = 10_000
-
-interface Due {
-  readonly id: string
-  readonly webhook_id: string
-  readonly batch_id: string
-  readonly event: string
-  readonly created_at: number
-  readonly attempts: number
-  readonly url: string
-  readonly secret: string
-}
 
 const encoder = new TextEncoder()
 
@@ -38,15 +28,11 @@ export const layer = Layer.scopedDiscard(
     const projector = yield* Projector
     const clock = yield* Effect.clock
     const batches = batchReads(db)
-    const due = db.prepare<[number], Due>(
-      `SELECT d.id, d.webhook_id, d.batch_id, d.event, d.created_at, d.attempts, w.url, w.secret
-       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-       WHERE d.status = 'pending' AND d.next_at <= ? ORDER BY d.next_at LIMIT 100`,
-    )
+    const webhooks = webhookReads(db)
     const inFlight = new Set<string>()
     const run = yield* FiberSet.makeRuntime<never, void, never>()
 
-    const post = (d: Due, payload: string) =>
+    const post = (d: DueDelivery, payload: string) =>
       Effect.tryPromise({
         try: async (signal) => {
           const sentAt = new Date()
@@ -68,7 +54,7 @@ export const layer = Layer.scopedDiscard(
         catch: (error) => error,
       }).pipe(Effect.catchAll((error) => Effect.succeed({ status: null, ok: false, error: String((error as Error)?.message ?? error) })))
 
-    const attempt = (d: Due) =>
+    const attempt = (d: DueDelivery) =>
       Effect.gen(function* () {
         const row = batches.one(d.batch_id)
         // A final event can reach the log while the batch's last rows settle: its object is sent once it is final.
@@ -100,7 +86,7 @@ export const layer = Layer.scopedDiscard(
 
     const look = Effect.gen(function* () {
       const now = yield* clock.currentTimeMillis
-      for (const d of due.all(now)) {
+      for (const d of webhooks.due(now)) {
         if (inFlight.has(d.id)) continue
         inFlight.add(d.id)
         run(attempt(d))

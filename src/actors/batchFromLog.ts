@@ -1,25 +1,10 @@
-import { Effect, Schema, Stream } from "effect"
-import { BatchEvent } from "../domain/batch/events.js"
-import { upcast } from "../domain/versions/upcast.js"
-import { type BatchMessage, LaneWindow, eventsOf } from "../domain/batch/laneWindow.js"
+import { Effect, Stream } from "effect"
+import { decodeBatchMessage, eventsOf } from "../domain/batch/laneWindow.js"
 import { type BatchState, evolve, initialState } from "../domain/batch/state.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
-import type { EventLogShape, LogMessage, LogUnavailable } from "../eventlog/EventLog.js"
+import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { BatchOwner } from "./batchState.js"
 
-const decodeEvent = Schema.decodeUnknownSync(BatchEvent)
-const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
-const text = new TextDecoder()
-
-/** A batch's message, or undefined for one that is not Sluice's (a foreign publisher on our subjects). */
-export const decodeBatchMessage = (message: LogMessage): BatchMessage | undefined => {
-  try {
-    const payload = upcast(JSON.parse(text.decode(message.data))) as { type?: unknown }
-    return payload.type === "lane_window" ? decodeWindow(payload) : decodeEvent(payload)
-  } catch {
-    return undefined
-  }
-}
 
 /** What a writer knows of a batch: its state, its owner, each row's model, and how far the log was read. */
 export interface LoadedBatch {
@@ -52,7 +37,7 @@ export const loadBatchFromLog = (log: EventLogShape, batchId: string): Effect.Ef
         Effect.sync(() => {
           seq = Math.max(seq, message.seq)
           if (isRowBodiesSubject(message.subject)) return
-          const decoded = decodeBatchMessage(message)
+          const decoded = decodeBatchMessage(message.data)
           if (decoded === undefined) return
           if (decoded.type === "lane_window") tips.set(decoded.model, { seq: message.seq, lease: decoded.lease })
           for (const event of eventsOf(decoded)) {

@@ -1,8 +1,7 @@
-import { upcast } from "../domain/versions/upcast.js"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { type Chunk, Clock, Deferred, Duration, Effect, Either, Schema, Stream } from "effect"
+import { type Chunk, Clock, Deferred, Duration, Effect, Stream } from "effect"
 import { BatchEvent, onceOnlyTypes, type RowBodies } from "../domain/batch/events.js"
-import { LaneWindow } from "../domain/batch/laneWindow.js"
+import { decodeBatchMessage, eventsOf } from "../domain/batch/laneWindow.js"
 import { type PublicBatchEvent, isTerminalRowEvent, publicEvent } from "../domain/batch/publicEvent.js"
 import { isFinal } from "../domain/batch/state.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
@@ -25,9 +24,6 @@ const settlingTypes: ReadonlySet<BatchEvent["type"]> = new Set<BatchEvent["type"
   ...[...onceOnlyTypes].filter((type) => type !== "batch_created" && type !== "batch_started"),
 ])
 
-const decode = Schema.decodeUnknownEither(BatchEvent)
-const decodeWindow = Schema.decodeUnknownEither(LaneWindow)
-const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
 type Shown = Exclude<BatchEvent, typeof RowBodies.Type>
@@ -35,14 +31,8 @@ type Shown = Exclude<BatchEvent, typeof RowBodies.Type>
 /** The batch's events a watcher is shown (a lane window's each): not its request bodies, which are most of its bytes. */
 const eventsOfMessage = (message: LogMessage): ReadonlyArray<Shown> => {
   if (isRowBodiesSubject(message.subject)) return []
-  try {
-    const payload = upcast(JSON.parse(decoder.decode(message.data))) as { type?: unknown }
-    if (payload.type === "lane_window") return Either.getOrUndefined(decodeWindow(payload))?.events ?? []
-    const event = Either.getOrUndefined(decode(payload))
-    return event === undefined || event.type === "row_bodies" ? [] : [event]
-  } catch {
-    return []
-  }
+  const decoded = decodeBatchMessage(message.data)
+  return decoded === undefined ? [] : eventsOf(decoded).filter((e): e is Shown => e.type !== "row_bodies")
 }
 
 const frame = (cursor: EventCursor, event: PublicBatchEvent) =>

@@ -1,8 +1,8 @@
 import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
 import { upcast } from "../domain/versions/upcast.js"
-import { BatchEvent, isRowEvent, type RowEvent } from "../domain/batch/events.js"
-import { LaneWindow } from "../domain/batch/laneWindow.js"
+import { isRowEvent, type RowEvent } from "../domain/batch/events.js"
+import { decodeBatchMessage, isLaneWindow } from "../domain/batch/laneWindow.js"
 import { type BatchChange, batchesProjection } from "./batches.js"
 import { rowEffect } from "../domain/batch/rowEffect.js"
 import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
@@ -18,8 +18,6 @@ import { WebhookEvent } from "../domain/webhook/events.js"
 import { webhooksProjection } from "./webhooks.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
-const decodeBatch = Schema.decodeUnknownSync(BatchEvent)
-const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const decodeWebhook = Schema.decodeUnknownSync(WebhookEvent)
 const text = new TextDecoder()
@@ -96,26 +94,29 @@ export const makeApplier = (
     // Request bodies, most of a batch's bytes: no projection needs them (`rows_added` says where they are).
     if (isRowBodiesSubject(message.subject)) return true
     const kind = message.subject.slice(0, message.subject.indexOf("."))
+    if (kind === "batch") {
+      const decoded = decodeBatchMessage(message.data)
+      if (decoded === undefined) return false
+      if (isLaneWindow(decoded)) {
+        for (const event of decoded.events) applyRowEvent(event)
+        return true
+      }
+      // A lifecycle event settles the idle rows only if it closed the batch there.
+      if (isRowEvent(decoded)) applyRowEvent(decoded)
+      else {
+        usage.forget()
+        webhooks.batchEvent(decoded)
+        results.apply(decoded, batches.apply(decoded, message.seq), message)
+      }
+      return true
+    }
     let payload: unknown
     try {
       payload = upcast(JSON.parse(text.decode(message.data)))
     } catch {
       return false
     }
-    if (kind === "batch") {
-      if ((payload as { type?: unknown }).type === "lane_window") {
-        for (const event of decodeWindow(payload).events) applyRowEvent(event)
-        return true
-      }
-      const event = decodeBatch(payload)
-      // A lifecycle event settles the idle rows only if it closed the batch there.
-      if (isRowEvent(event)) applyRowEvent(event)
-      else {
-        usage.forget()
-        webhooks.batchEvent(event)
-        results.apply(event, batches.apply(event, message.seq), message)
-      }
-    } else if (kind === "webhook") {
+    if (kind === "webhook") {
       webhooks.apply(decodeWebhook(payload))
     } else if (kind === "account") {
       const event = decodeAccount(payload)

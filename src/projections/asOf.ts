@@ -1,18 +1,13 @@
 import type Database from "better-sqlite3"
-import { Chunk, Context, Effect, Layer, Schema, type Scope, Stream } from "effect"
-import { BatchEvent } from "../domain/batch/events.js"
-import { LaneWindow } from "../domain/batch/laneWindow.js"
+import { Chunk, Context, Effect, Layer, type Scope, Stream } from "effect"
+import { decodeBatchMessage, isLaneWindow } from "../domain/batch/laneWindow.js"
 import { eventTime, happenedBy } from "../domain/batch/eventTime.js"
-import { upcast } from "../domain/versions/upcast.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
 import type { EventLogShape, LogMessage, LogUnavailable } from "../eventlog/EventLog.js"
 import { makeApplier } from "./Projector.js"
 import { ReadModel } from "./ReadModel.js"
 
-const decode = Schema.decodeUnknownSync(BatchEvent)
-const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
 const encoder = new TextEncoder()
-const text = new TextDecoder()
 
 /**
  * One batch's messages up to an instant: those whose events had happened by `asOfSeconds`, in log
@@ -26,23 +21,18 @@ export const messagesAsOf = (messages: ReadonlyArray<LogMessage>, asOfSeconds: n
       untimed.push(message)
       continue
     }
-    let at: number | undefined
-    try {
-      const payload = upcast(JSON.parse(text.decode(message.data))) as { type?: unknown }
-      if (payload.type === "lane_window") {
-        // A window's row events each at their own time: the window as it stood then.
-        const window = decodeWindow(payload)
-        const events = window.events.filter((e) => happenedBy(e.at, asOfSeconds))
-        if (events.length > 0) {
-          kept.push(...untimed, { ...message, data: encoder.encode(JSON.stringify({ ...window, events })) })
-          untimed = []
-        }
-        continue
+    const decoded = decodeBatchMessage(message.data)
+    if (decoded === undefined) continue // not one of Sluice's events: the projections skip it too
+    if (isLaneWindow(decoded)) {
+      // A window's row events each at their own time: the window as it stood then.
+      const events = decoded.events.filter((e) => happenedBy(e.at, asOfSeconds))
+      if (events.length > 0) {
+        kept.push(...untimed, { ...message, data: encoder.encode(JSON.stringify({ ...decoded, events })) })
+        untimed = []
       }
-      at = eventTime(decode(payload))
-    } catch {
-      continue // not one of Sluice's events: the projections skip it too
+      continue
     }
+    const at = eventTime(decoded)
     if (at === undefined) untimed.push(message)
     else if (happenedBy(at, asOfSeconds)) {
       kept.push(...untimed, message)

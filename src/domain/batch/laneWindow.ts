@@ -1,5 +1,6 @@
 import { Schema } from "effect"
-import { type BatchEvent, RowCancelled, RowCompleted, RowFailed, RowRetrying, RowStarted, type RowEvent } from "./events.js"
+import { upcast } from "../versions/upcast.js"
+import { BatchEvent, RowCancelled, RowCompleted, RowFailed, RowRetrying, RowStarted, type RowEvent } from "./events.js"
 
 /**
  * A model's row events for one batch, written together by the model's lease owner on the batch's lane
@@ -26,3 +27,21 @@ export const isLaneWindow = (message: BatchMessage): message is LaneWindow => me
 /** The events a message holds, in order. */
 export const eventsOf = (message: BatchMessage): ReadonlyArray<BatchEvent> =>
   isLaneWindow(message) ? (message.events as ReadonlyArray<RowEvent>) : [message]
+
+const decodeEvent = Schema.decodeUnknownSync(BatchEvent)
+const decodeWindow = Schema.decodeUnknownSync(LaneWindow)
+const text = new TextDecoder()
+
+/**
+ * A batch subject's stored payload as the current version's message (older versions upcast first), or
+ * undefined for one that is not Sluice's (a foreign publisher on our subjects). Every reader of batch
+ * subjects decodes through here.
+ */
+export const decodeBatchMessage = (data: Uint8Array): BatchMessage | undefined => {
+  try {
+    const payload = upcast(JSON.parse(text.decode(data))) as { type?: unknown }
+    return payload.type === "lane_window" ? decodeWindow(payload) : decodeEvent(payload)
+  } catch {
+    return undefined
+  }
+}

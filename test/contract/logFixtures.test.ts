@@ -1,0 +1,106 @@
+import { createHash } from "node:crypto"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { gunzipSync } from "node:zlib"
+import Database from "better-sqlite3"
+import { Context, Effect, Layer, Stream } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import { makeChainCheck } from "../../src/audit/chainCheck.js"
+import { EventLog, type LogUnavailable } from "../../src/eventlog/EventLog.js"
+import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
+import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
+import { rebuildReadModel } from "../../src/projections/rebuild.js"
+import { asyncApiEventTypes, type LogContents, logContents } from "../fixtures/eventTypes.js"
+import { readModelSnapshot } from "../fixtures/readModelSnapshot.js"
+import { importStream } from "../fixtures/streamFile.js"
+import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+
+/*
+ * Logs written by earlier versions replay through today's code to the read model they made then.
+ * Every set under test/fixtures/logs/ (written by `npm run fixtures:logs`, see docs/events.md) holds
+ * an embedded SQLite log and a JetStream stream exported as JSON lines, each with the read model its
+ * replay gave when it was written (checked then against the live read model of the Sluice that wrote
+ * it, and against what its API answered). Each is replayed into a fresh read model (the stream
+ * imported into a fresh nats-server first) and must come out the same, batch objects, results pages
+ * and request bodies included, with every hash chain intact.
+ *
+ * FIXTURES MAY ONLY BE ADDED, NEVER DELETED OR REWRITTEN. A change that makes an old fixture replay
+ * differently breaks the promise that a log written by any release replays through every later one:
+ * fix the code (an upcaster in src/domain/versions/upcast.ts, a projection), not the fixture. Each
+ * set's meta.json holds its files' SHA-256, checked below, so that a fixture rewritten in place fails.
+ */
+
+const ROOT = new URL("../fixtures/logs/", import.meta.url).pathname
+const sets = existsSync(ROOT) ? readdirSync(ROOT, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort() : []
+const scratch = mkdtempSync(join(tmpdir(), "sluice-fixtures-"))
+const servers: Array<NatsServer> = []
+afterAll(async () => {
+  for (const server of servers) await server.stop()
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+const withLog = <A>(layer: Layer.Layer<EventLog, LogUnavailable>, use: (log: EventLog["Type"]) => Effect.Effect<A, LogUnavailable>) =>
+  Effect.runPromise(Effect.scoped(Effect.flatMap(Layer.build(layer), (context) => use(Context.get(context, EventLog)))))
+
+/** The fixture's log, opened through today's adapter on a copy: a file in a scratch directory, or a fresh server's stream. */
+const openFixture = async (set: string, backend: "embedded" | "nats"): Promise<Layer.Layer<EventLog, LogUnavailable>> => {
+  const dir = join(ROOT, set, backend)
+  if (backend === "embedded") {
+    const path = join(scratch, `${set}.log.sqlite`)
+    writeFileSync(path, gunzipSync(readFileSync(join(dir, "log.sqlite.gz"))))
+    return SqliteEventLog.layer({ path })
+  }
+  const server = await startNatsServer()
+  servers.push(server)
+  await importStream(server.url, gunzipSync(readFileSync(join(dir, "stream.jsonl.gz"))).toString("utf8"))
+  return JetStreamEventLog.layer({ url: server.url })
+}
+
+const seen: Record<"embedded" | "nats", Array<LogContents>> = { embedded: [], nats: [] }
+
+describe("the fixture logs", () => {
+  it("there is at least one set, and each is as it was written: its files match the SHA-256 its meta.json holds", () => {
+    expect(sets.length).toBeGreaterThan(0)
+    for (const set of sets) {
+      const meta = JSON.parse(readFileSync(join(ROOT, set, "meta.json"), "utf8")) as { files: Record<string, string> }
+      expect(Object.keys(meta.files).sort(), set).toEqual(["embedded/expected.json", "embedded/log.sqlite.gz", "nats/expected.json", "nats/stream.jsonl.gz"])
+      for (const [file, sha256] of Object.entries(meta.files)) {
+        expect(createHash("sha256").update(readFileSync(join(ROOT, set, file))).digest("hex"), `${set}/${file}`).toBe(sha256)
+      }
+    }
+  })
+
+  describe.each(["embedded", "nats"] as const)("on the %s log", (backend) => {
+    it.each(sets)("%s replays into a fresh read model equal to the one recorded when it was written, and every chain holds", async (set) => {
+      const expected = JSON.parse(readFileSync(join(ROOT, set, backend, "expected.json"), "utf8"))
+      const readModel = join(scratch, `${set}.${backend}.read.sqlite`)
+      const { snapshot, contents, chains } = await withLog(await openFixture(set, backend), (log) =>
+        Effect.gen(function* () {
+          yield* rebuildReadModel(log, readModel)
+          const db = new Database(readModel, { readonly: true })
+          const snapshot = yield* readModelSnapshot(db, log).pipe(Effect.ensuring(Effect.sync(() => db.close())))
+          const check = makeChainCheck()
+          yield* log.read(">", 1).pipe(Stream.runForEach((m) => Effect.sync(() => check.add(m))))
+          return { snapshot, contents: yield* logContents(log), chains: { problems: check.problems(), ...check.counts() } }
+        }),
+      )
+      seen[backend].push(contents)
+      expect(snapshot).toEqual(expected)
+      expect(chains.problems).toEqual([])
+      expect(chains.unchained).toBe(0)
+      expect(chains.checked).toBeGreaterThan(0)
+      // What each set must hold, so that a set written by a changed generator cannot quietly lose it.
+      expect(contents.types).toContain("batch_purged")
+      expect(contents.types).toContain("lane_window")
+      expect([...contents.chunked]).toEqual(expect.arrayContaining(["row_bodies", "lane_window"]))
+    })
+
+    // Row events are written inside lane windows today: they count where a window holds them.
+    it("the sets hold every event type the AsyncAPI document names", () => {
+      expect(seen[backend]).toHaveLength(sets.length)
+      const types = new Set(seen[backend].flatMap((c) => [...c.types]))
+      expect(asyncApiEventTypes().filter((t) => !types.has(t))).toEqual([])
+    })
+  })
+})
