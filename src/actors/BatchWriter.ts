@@ -101,8 +101,8 @@ interface Entry {
   stale: boolean
 }
 
-// Not an Effect Deferred: one per decision, twice a row, and Deferred.unsafeMake alone took 2-3 % of
-// the main thread in a B2 profile (docs/performance.md); this is the same await, without the allocation.
+// Not an Effect Deferred: one is made per decision, twice a row, and making them showed in B2's CPU
+// profiles; this is the same await without the allocation.
 const settle = (outgoing: Outgoing, exit: AppendExit) => {
   outgoing.exit = exit
   const waiting = outgoing.waiting
