@@ -2,12 +2,10 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect, headers as natsHeaders } from "@nats-io/transport-node"
 import Database from "better-sqlite3"
 import { join } from "node:path"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
+import { describe, expect, it } from "vitest"
 import { runCli } from "../support/cli.js"
-import { chatRow, client } from "../support/client.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { type Sluice, startSluice } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * `sluice audit`: the history of a batch and of an account from the log, a batch as of a moment, and
@@ -25,34 +23,18 @@ interface Stored {
 }
 
 describe.each([
-  { name: "the embedded log", nats: false },
-  { name: "NATS JetStream", nats: true },
-] as const)("sluice audit, on $name", ({ nats: onNats }) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: Sluice | undefined
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-    if (onNats) nats = await startNatsServer()
-  })
-  afterEach(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    sluice = undefined
-  })
-  afterAll(async () => {
-    await nats?.stop()
-    await sim?.close()
-  })
+  { name: "the embedded log", log: "embedded" },
+  { name: "NATS JetStream", log: "nats" },
+] as const)("sluice audit, on $name", ({ log }) => {
+  const f = withSluice({ log, lifetime: "test", simulator: { models: [MODEL] }, models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 1 }] })
 
   const audit = (args: ReadonlyArray<string>) =>
-    runCli(["audit", ...args], { SLUICE_DATA_DIR: sluice!.dataDir, ...(nats === undefined ? {} : { NATS_URL: nats.url }) })
+    runCli(["audit", ...args], { SLUICE_DATA_DIR: f.sluice.dataDir, ...(f.natsUrl === undefined ? {} : { NATS_URL: f.natsUrl }) })
 
   /** One batch's stored messages, raw, in order. */
   const stored = async (batchId: string): Promise<Array<Stored>> => {
-    if (nats === undefined) {
-      const db = new Database(join(sluice!.dataDir, "log.sqlite"), { readonly: true })
+    if (f.natsUrl === undefined) {
+      const db = new Database(join(f.sluice.dataDir, "log.sqlite"), { readonly: true })
       try {
         return (db.prepare("SELECT seq, subject, data, headers FROM messages WHERE subject LIKE ? ORDER BY seq").all(`batch.${batchId}.%`) as Array<any>).map(
           (r) => ({ ...r, headers: JSON.parse(r.headers ?? "{}") }),
@@ -61,7 +43,7 @@ describe.each([
         db.close()
       }
     }
-    const nc = await connect({ servers: nats.url })
+    const nc = await connect({ servers: f.natsUrl })
     try {
       const jsm = await jetstreamManager(nc)
       const info = await jsm.streams.info("SLUICE")
@@ -79,14 +61,14 @@ describe.each([
   }
 
   const alter = async (message: Stored, data: Buffer) => {
-    if (nats === undefined) {
-      const db = new Database(join(sluice!.dataDir, "log.sqlite"))
+    if (f.natsUrl === undefined) {
+      const db = new Database(join(f.sluice.dataDir, "log.sqlite"))
       db.prepare("UPDATE messages SET data = ? WHERE seq = ?").run(data, message.seq)
       db.close()
       return message.seq
     }
     // A stored JetStream message cannot be edited: a forger deletes it and publishes an altered copy with its headers.
-    const nc = await connect({ servers: nats.url })
+    const nc = await connect({ servers: f.natsUrl })
     try {
       await (await jetstreamManager(nc)).streams.deleteMessage("SLUICE", message.seq)
       const h = natsHeaders()
@@ -98,24 +80,24 @@ describe.each([
   }
 
   const remove = async (message: Stored) => {
-    if (nats === undefined) {
-      const db = new Database(join(sluice!.dataDir, "log.sqlite"))
+    if (f.natsUrl === undefined) {
+      const db = new Database(join(f.sluice.dataDir, "log.sqlite"))
       db.prepare("DELETE FROM messages WHERE seq = ?").run(message.seq)
       db.close()
       return
     }
-    const nc = await connect({ servers: nats.url })
+    const nc = await connect({ servers: f.natsUrl })
     await (await jetstreamManager(nc)).streams.deleteMessage("SLUICE", message.seq)
     await nc.close()
   }
 
   it("lists a batch's and an account's history, answers as of a moment, verifies a sound log, and reports an altered and a removed event", async () => {
-    sluice = await startSluice({ models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 1 }], ...(nats === undefined ? {} : { natsUrl: nats.url }) })
-    const api = client(sluice.url)
+    const sluice = await f.start()
+    const api = f.api()
     const account = `acct_${Math.random().toString(36).slice(2, 8)}`
     expect((await api.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal" })).status).toBe(200)
     const key = (await api.admin("POST", `/admin/v1/accounts/${account}/keys`, {})).body.key as string
-    const owner = client(sluice.url, key)
+    const owner = f.api(key)
     const created = await owner.call("POST", "/v1/batches", { requests: [0, 1, 2, 3, 4].map((i) => chatRow(`q-${i}`, `question ${i}`)) })
     expect(created.status, created.text).toBe(200)
     const id = created.body.id as string
@@ -180,7 +162,7 @@ describe.each([
     expect(tampered.stdout).toMatch(new RegExp(`seq ${after} on ${laneSubject} does not follow seq`))
     // The rebuilt read model misses the removed completion, and has the altered cost (on NATS the forged
     // copy lies past the stopped service's position, so there the original's row is missing instead).
-    expect(tampered.stdout).toMatch(onNats ? /read model: result \d+: status live 'completed', rebuilt '(running|queued)'/ : /read model: batch: cost_usd live/)
+    expect(tampered.stdout).toMatch(log === "nats" ? /read model: result \d+: status live 'completed', rebuilt '(running|queued)'/ : /read model: batch: cost_usd live/)
     expect(tampered.stdout).toMatch(/read model: result \d+: status live 'completed', rebuilt '(running|queued)'/)
     expect(tampered.stdout).toContain("chain problem(s)")
   })

@@ -1,50 +1,32 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { SIM_MAX_MODEL_LEN } from "../../src/sim/Tokenize.js"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { chatRow } from "../support/client.js"
 import { freePort } from "../support/ports.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * POST /v1/batches/estimate through the public API: a create's body, validated as a create, stored
  * nowhere, its prompt tokens from the simulator's own POST /tokenize.
  */
 describe.each(["embedded", "nats"] as const)("estimate before submit on the %s event log", (backend) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: InProcessSluice | undefined
-  let deadUpstream: string
-  const api = (key?: string) => client(sluice!.url, key)
-
-  beforeAll(async () => {
+  const f = withSluice({
+    log: backend,
+    inProcess: true,
+    lifetime: "test",
     // A 429's Retry-After outlasts every test: a row answered so waits for its retry, queued.
-    sim = await startSimulator({ models: ["priced", "other"], faults: { retryAfterSeconds: 40 * 86_400 } })
-    // Nothing listens there: no tokenizer to ask.
-    deadUpstream = `http://127.0.0.1:${await freePort()}/v1`
-    if (backend === "nats") nats = await startNatsServer()
+    simulator: { models: ["priced", "other"], faults: { retryAfterSeconds: 40 * 86_400 } },
+    models: async (url) => [
+      { id: "priced", upstream_url: url, input_usd_per_mtok: 1, output_usd_per_mtok: 2, timeout_ms: 600_000 },
+      { id: "other", upstream_url: url },
+      // Nothing listens there: no tokenizer to ask.
+      { id: "untokenized", upstream_url: `http://127.0.0.1:${await freePort()}/v1`, input_usd_per_mtok: 1 },
+    ],
   })
-  afterEach(async () => {
-    await sluice?.stop()
-    sluice = undefined
-  })
-  afterAll(async () => {
-    await nats?.stop()
-    await sim?.close()
-  })
-  const start = async (maxUnfinishedBatches = 10) =>
-    (sluice = await startInProcessSluice({
-      models: [
-        { id: "priced", upstream_url: sim.url, input_usd_per_mtok: 1, output_usd_per_mtok: 2, timeout_ms: 600_000 },
-        { id: "other", upstream_url: sim.url },
-        { id: "untokenized", upstream_url: deadUpstream, input_usd_per_mtok: 1 },
-      ],
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      config: { maxUnfinishedBatches },
-    }))
+  const api = (key?: string) => f.api(key)
+  const start = (maxUnfinishedBatches = 10) => f.start({ config: { maxUnfinishedBatches } })
   const simTokens = async (body: object) => {
-    const response = await fetch(`${sim.url.replace(/\/v1$/, "")}/tokenize`, { method: "POST", body: JSON.stringify(body) })
+    const response = await fetch(`${f.sim.url.replace(/\/v1$/, "")}/tokenize`, { method: "POST", body: JSON.stringify(body) })
     expect(response.status).toBe(200)
     return ((await response.json()) as { count: number }).count
   }
@@ -94,10 +76,10 @@ describe.each(["embedded", "nats"] as const)("estimate before submit on the %s e
       expect(estimate.status).toBe(400)
       expect(estimate.body).toEqual(create.body)
     }
-    expect((await client(sluice!.url, "sk-wrong").call("POST", "/v1/batches/estimate", { requests: [chatRow("q", "x", "priced")] })).status).toBe(401)
+    expect((await f.api("sk-wrong").call("POST", "/v1/batches/estimate", { requests: [chatRow("q", "x", "priced")] })).status).toBe(401)
     await api().admin("POST", "/admin/v1/accounts", { id: `std-${backend}`, tier: "standard" })
     const stdKey = (await api().admin("POST", `/admin/v1/accounts/std-${backend}/keys`, {})).body.key
-    expect((await client(sluice!.url, stdKey).call("POST", "/v1/batches/estimate", { requests: [chatRow("q", "x", "priced")] })).status).toBe(403)
+    expect((await f.api(stdKey).call("POST", "/v1/batches/estimate", { requests: [chatRow("q", "x", "priced")] })).status).toBe(403)
     expect(await ids()).toEqual(before)
   })
 

@@ -1,10 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { type Sluice, startSluice, type TestClockControls } from "../support/sluice.js"
+import type { TestClockControls } from "../support/sluice.js"
 import { waitFor } from "../support/waitFor.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * The seed's rule that a client may read the results once the batch has reached a final status: a
@@ -73,35 +72,18 @@ const staysFinal = async (sluice: TestClockControls, api: Api, id: string, final
 }
 
 const logs = [
-  { name: "the embedded log", nats: false },
-  { name: "NATS JetStream", nats: true },
+  { name: "the embedded log", log: "embedded" },
+  { name: "NATS JetStream", log: "nats" },
 ] as const
 
-describe.each(logs)("final means final, on $name", ({ nats: onNats }) => {
-  let nats: NatsServer | undefined
-  let sim: Simulator
-  let sluice: (Sluice & TestClockControls) | undefined
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-    if (onNats) nats = await startNatsServer()
+describe.each(logs)("final means final, on $name", ({ log }) => {
+  const f = withSluice({
+    log,
+    lifetime: "test",
+    simulator: { models: [MODEL] },
+    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 2, timeout_ms: TIMEOUT_MS, input_usd_per_mtok: 1, output_usd_per_mtok: 2 }],
+    sluice: { testClock: {} },
   })
-  afterEach(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    sluice = undefined
-  })
-  afterAll(async () => {
-    await sim?.close()
-    await nats?.stop()
-  })
-
-  const start = async () =>
-    (sluice = await startSluice({
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: TIMEOUT_MS, input_usd_per_mtok: 1, output_usd_per_mtok: 2 }],
-      testClock: {},
-    }))
 
   const newAccount = async (admin: Api) => {
     const id = `acct-${Math.random().toString(36).slice(2, 10)}`
@@ -109,7 +91,7 @@ describe.each(logs)("final means final, on $name", ({ nats: onNats }) => {
     const key = async () => {
       const created = await admin.admin("POST", `/admin/v1/accounts/${id}/keys`, {})
       expect(created.status).toBe(200)
-      return { id: created.body.id as string, api: client(sluice!.url, created.body.key as string) }
+      return { id: created.body.id as string, api: f.api(created.body.key as string) }
     }
     return { creator: await key(), reader: await key() }
   }
@@ -131,10 +113,10 @@ describe.each(logs)("final means final, on $name", ({ nats: onNats }) => {
   }
 
   it("a revoked key: the rows not started fail at once, the batch stays in_progress while its rows run, then fails, and nothing changes after", async () => {
-    await start()
-    const { creator, reader } = await newAccount(client(sluice!.url))
+    await f.start()
+    const { creator, reader } = await newAccount(f.api())
     const id = await createRunning(creator.api)
-    expect((await client(sluice!.url).admin("POST", `/admin/v1/keys/${creator.id}/revoke`)).status).toBe(200)
+    expect((await f.api().admin("POST", `/admin/v1/keys/${creator.id}/revoke`)).status).toBe(200)
 
     const failing = await pollUntil(reader.api, id, "the waiting rows to fail and the answering row to finish", (s) =>
       s.rows[1].status === "completed" && s.rows[2].status === "failed" && s.rows[3].status === "failed",
@@ -143,12 +125,12 @@ describe.each(logs)("final means final, on $name", ({ nats: onNats }) => {
     expect(failing.batch.cost_usd).toBeGreaterThan(0)
     expect(failing.rows[0].status).toBe("running")
     for (const row of failing.rows.slice(2)) expect(row).toMatchObject({ status: "failed", response: null, error: { code: "batch_failed" } })
-    const atTimeout = (await sluice!.now()) + TIMEOUT_MS
+    const atTimeout = (await f.sluice.now()) + TIMEOUT_MS
     // Still running a while later: the batch does not move.
     await new Promise((r) => setTimeout(r, 300))
     expect(await snapshot(reader.api, id)).toEqual(failing)
 
-    await sluice!.adjust(TIMEOUT_MS)
+    await f.sluice.adjust(TIMEOUT_MS)
     const final = await pollUntil(reader.api, id, "the batch to be final", (s) => FINAL.includes(s.batch.status))
     expect(final.batch).toMatchObject({
       status: "failed",
@@ -160,15 +142,15 @@ describe.each(logs)("final means final, on $name", ({ nats: onNats }) => {
     expect(final.batch.failed_at).toBeGreaterThanOrEqual(Math.floor(atTimeout / 1000) - 1)
     expect(final.rows[0]).toMatchObject({ status: "failed", response: null, error: { code: "timeout" } })
     expect(final.rows[1]).toEqual(failing.rows[1])
-    await staysFinal(sluice!, reader.api, id, final)
+    await staysFinal(f.sluice, reader.api, id, final)
   })
 
   it("a closed window: the rows not started expire at once, the batch stays in_progress while its rows run, then expires, and nothing changes after", async () => {
-    await start()
-    const { creator: owner } = await newAccount(client(sluice!.url))
+    await f.start()
+    const { creator: owner } = await newAccount(f.api())
     const id = await createRunning(owner.api)
     const { expires_at } = (await owner.api.call("GET", `/v1/batches/${id}`)).body
-    await sluice!.adjust(24 * HOUR)
+    await f.sluice.adjust(24 * HOUR)
 
     const expiring = await pollUntil(owner.api, id, "the waiting rows to expire and the answering row to finish", (s) =>
       s.rows[1].status === "completed" && s.rows[2].status === "expired" && s.rows[3].status === "expired",
@@ -179,12 +161,12 @@ describe.each(logs)("final means final, on $name", ({ nats: onNats }) => {
     await new Promise((r) => setTimeout(r, 300))
     expect(await snapshot(owner.api, id)).toEqual(expiring)
 
-    await sluice!.adjust(TIMEOUT_MS - 24 * HOUR)
+    await f.sluice.adjust(TIMEOUT_MS - 24 * HOUR)
     const final = await pollUntil(owner.api, id, "the batch to be final", (s) => FINAL.includes(s.batch.status))
     expect(final.batch).toMatchObject({ status: "expired", error: null, request_counts: { total: 4, completed: 1, failed: 3 }, cost_usd: expiring.batch.cost_usd })
     // Expired when its last row ended, hours after the window closed.
     expect(final.batch.expired_at).toBeGreaterThanOrEqual(expires_at + (TIMEOUT_MS - 24 * HOUR) / 1000 - 60)
     expect(final.rows[0]).toMatchObject({ status: "failed", error: { code: "timeout" } })
-    await staysFinal(sluice!, owner.api, id, final)
+    await staysFinal(f.sluice, owner.api, id, final)
   })
 })

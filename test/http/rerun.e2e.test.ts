@@ -1,10 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import type { CatalogEntry } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * POST /v1/batches/{id}/rerun: a new batch of exactly the chosen rows of a final batch, through the
@@ -26,14 +23,18 @@ const eventually = async <T>(read: () => Promise<T>, done: (value: T) => boolean
 }
 
 describe.each(["embedded", "nats"] as const)("rerun on the %s event log", (backend) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: InProcessSluice | undefined
-  const models = (url: string): ReadonlyArray<CatalogEntry> => [
-    { id: "fast", upstream_url: url, batch_concurrency: 4, timeout_ms: 2 * DAY },
-    { id: "parking", upstream_url: url, batch_concurrency: 4, timeout_ms: 2 * DAY },
-  ]
-  const api = () => client(sluice!.url)
+  const f = withSluice({
+    log: backend,
+    inProcess: true,
+    lifetime: "test",
+    // A 429 once per distinct row, whose Retry-After outlasts the window: the row waits for its retry until it expires.
+    simulator: { models: ["fast", "parking"], faults: { retryAfterSeconds: 40 * 86_400 } },
+    models: (url) => [
+      { id: "fast", upstream_url: url, batch_concurrency: 4, timeout_ms: 2 * DAY },
+      { id: "parking", upstream_url: url, batch_concurrency: 4, timeout_ms: 2 * DAY },
+    ],
+  })
+  const api = () => f.api()
   const read = async (id: string) => (await api().call("GET", `/v1/batches/${id}`)).body
   const finished = (id: string) => eventually(() => read(id), (b) => FINAL.includes(b.status), `batch ${id} final`)
   const create = async (requests: ReadonlyArray<object>, metadata?: object) => {
@@ -45,21 +46,7 @@ describe.each(["embedded", "nats"] as const)("rerun on the %s event log", (backe
   const requestOf = async (id: string, n: number) => (await api().call("GET", `/v1/batches/${id}/results/batch_req_${n}`)).body.request
   const ids = async () => ((await api().call("GET", "/v1/batches?limit=100")).body.data as Array<{ id: string }>).map((b) => b.id)
 
-  beforeAll(async () => {
-    // A 429 once per distinct row, whose Retry-After outlasts the window: the row waits for its retry until it expires.
-    sim = await startSimulator({ models: ["fast", "parking"], faults: { retryAfterSeconds: 40 * 86_400 } })
-    if (backend === "nats") nats = await startNatsServer()
-  })
-  afterEach(async () => {
-    await sluice?.stop()
-    sluice = undefined
-  })
-  afterAll(async () => {
-    await nats?.stop()
-    await sim?.close()
-  })
-  const start = async () =>
-    (sluice = await startInProcessSluice({ models: models(sim.url), ...(nats === undefined ? {} : { natsUrl: nats.url }) }))
+  const start = () => f.start()
 
   it("reruns an expired batch's expired rows with the same custom_ids, bodies and order, and runs them", async () => {
     await start()
@@ -73,7 +60,7 @@ describe.each(["embedded", "nats"] as const)("rerun on the %s event log", (backe
       (rows) => rows.filter((r) => r.status === "completed").length === 2 && rows.filter((r) => r.error?.code === "rate_limited").length === 2,
       "the quick rows done and the others waiting for their retry",
     )
-    await sluice!.adjust(DAY)
+    await f.sluice.adjust(DAY)
     const expired = await finished(original)
     expect(expired.status).toBe("expired")
 
@@ -140,10 +127,10 @@ describe.each(["embedded", "nats"] as const)("rerun on the %s event log", (backe
     const account = await api().admin("POST", "/admin/v1/accounts", { id: "other-rerun", tier: "internal" })
     expect(account.status, account.text).toBe(200)
     const key = await api().admin("POST", "/admin/v1/accounts/other-rerun/keys", {})
-    const stranger = await client(sluice!.url, key.body.key).call("POST", `/v1/batches/${done}/rerun`, { statuses: ["completed"] })
+    const stranger = await f.api(key.body.key).call("POST", `/v1/batches/${done}/rerun`, { statuses: ["completed"] })
     expect(stranger.status).toBe(404)
     expect(stranger.body.error.message).toBe(`No batch found with id '${done}'`)
-    const wrongKey = await client(sluice!.url, "sk-not-a-key").call("POST", `/v1/batches/${done}/rerun`, { statuses: ["completed"] })
+    const wrongKey = await f.api("sk-not-a-key").call("POST", `/v1/batches/${done}/rerun`, { statuses: ["completed"] })
     expect(wrongKey.status).toBe(401)
     expect(await ids()).toEqual(before)
   })

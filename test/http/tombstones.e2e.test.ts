@@ -1,14 +1,12 @@
 import { Effect } from "effect"
 import { join } from "node:path"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { batchSubject } from "../../src/domain/batch/subjects.js"
 import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { type Sluice, startSluice, type TestClockControls } from "../support/sluice.js"
+import { chatRow, type client } from "../support/client.js"
 import { storedEvents } from "../support/storedEvents.js"
 import { waitFor } from "../support/waitFor.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * The seed's 404 "was deleted": a deleted batch (by DELETE or by retention) leaves a tombstone in the
@@ -37,35 +35,25 @@ const everyEndpoint = (id: string) =>
     ["DELETE", `/v1/batches/${id}`],
   ] as const
 
+/** A Sluice on a TestClock for each test; a restart passes the data directory and the stopped one's time. */
+const tombstoneFixture = (log: "embedded" | "nats") => {
+  const f = withSluice({
+    log,
+    lifetime: "test",
+    simulator: { models: [MODEL] },
+    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 4 }],
+    sluice: { testClock: {} },
+  })
+  const start = (dataDir?: string, startMs?: number) =>
+    f.start({ ...(dataDir === undefined ? {} : { dataDir }), testClock: startMs === undefined ? {} : { startMs } })
+  return { f, start }
+}
+
 describe.each([
-  { name: "the embedded log", nats: false },
-  { name: "NATS JetStream", nats: true },
-] as const)("tombstones, on $name", ({ nats: onNats }) => {
-  let nats: NatsServer | undefined
-  let sim: Simulator
-  let sluice: (Sluice & TestClockControls) | undefined
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-    if (onNats) nats = await startNatsServer()
-  })
-  afterEach(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    sluice = undefined
-  })
-  afterAll(async () => {
-    await sim?.close()
-    await nats?.stop()
-  })
-
-  const start = async (dataDir?: string, startMs?: number) =>
-    (sluice = await startSluice({
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      ...(dataDir === undefined ? {} : { dataDir }),
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 4 }],
-      testClock: startMs === undefined ? {} : { startMs },
-    }))
+  { name: "the embedded log", log: "embedded" },
+  { name: "NATS JetStream", log: "nats" },
+] as const)("tombstones, on $name", ({ log }) => {
+  const { f, start } = tombstoneFixture(log)
 
   const finishedBatch = async (api: ReturnType<typeof client>) => {
     const created = await api.call("POST", "/v1/batches", { requests: [chatRow("q-1", "a prompt the tombstone must not keep")] })
@@ -75,9 +63,9 @@ describe.each([
 
   it("a deleted batch answers its owner 404 saying it was deleted and when, on every endpoint; a stranger and a batch that never existed get the plain not-found", async () => {
     await start()
-    const api = client(sluice!.url)
+    const api = f.api()
     const batch = await finishedBatch(api)
-    const deletedAt = await sluice!.now()
+    const deletedAt = await f.sluice.now()
     expect((await api.call("DELETE", `/v1/batches/${batch.id}`)).status).toBe(200)
 
     const when = new Date(Math.floor(deletedAt / 1000) * 1000).toISOString().replace(".000Z", "Z")
@@ -87,7 +75,7 @@ describe.each([
 
     const account = `acct-${Math.random().toString(36).slice(2, 10)}`
     await api.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal" })
-    const stranger = client(sluice!.url, (await api.admin("POST", `/admin/v1/accounts/${account}/keys`, {})).body.key)
+    const stranger = f.api((await api.admin("POST", `/admin/v1/accounts/${account}/keys`, {})).body.key)
     for (const [method, path] of everyEndpoint(batch.id)) {
       expectNotFound(await stranger.call(method, path), `No batch found with id '${batch.id}'`, "batch_not_found")
     }
@@ -96,25 +84,25 @@ describe.each([
     }
 
     // The tombstone is all the log keeps of the batch, and survives a restart.
-    const log = await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)
+    const log = await storedEvents({ dataDir: f.sluice.dataDir, natsUrl: f.natsUrl }, batch.id)
     expect(log.map((e) => e.subject)).toEqual([batchSubject(batch.id, "batch_purged")])
-    const at = await sluice!.now()
-    await sluice!.stop()
-    await start(sluice!.dataDir, at)
-    expectNotFound(await client(sluice!.url).call("GET", `/v1/batches/${batch.id}`), deleted, "batch_deleted")
+    const at = await f.sluice.now()
+    await f.sluice.stop()
+    await start(f.sluice.dataDir, at)
+    expectNotFound(await f.api().call("GET", `/v1/batches/${batch.id}`), deleted, "batch_deleted")
   })
 
   it("a batch deleted by retention says so", async () => {
     await start()
-    const api = client(sluice!.url)
+    const api = f.api()
     const batch = await finishedBatch(api)
-    await sluice!.adjust(7 * DAY + 60_000)
+    await f.sluice.adjust(7 * DAY + 60_000)
     await waitFor("retention to delete the batch", async () => (await api.call("GET", `/v1/batches/${batch.id}`)).status === 404)
     const answer = await api.call("GET", `/v1/batches/${batch.id}`)
     expectNotFound(answer, new RegExp(`^Batch '${batch.id}' was deleted at .* \\(Unix \\d+\\), when its retention period ended; its requests and results are gone$`), "batch_deleted")
     // The purge follows the deletion the API already shows.
-    await waitFor("the history to be purged", async () => (await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)).length === 1)
-    const log = await storedEvents({ dataDir: sluice!.dataDir, natsUrl: nats?.url }, batch.id)
+    await waitFor("the history to be purged", async () => (await storedEvents({ dataDir: f.sluice.dataDir, natsUrl: f.natsUrl }, batch.id)).length === 1)
+    const log = await storedEvents({ dataDir: f.sluice.dataDir, natsUrl: f.natsUrl }, batch.id)
     expect(log.map((e) => e.type)).toEqual(["batch_purged"])
   })
 })
@@ -122,31 +110,16 @@ describe.each([
 // The embedded log's file can be written as a crashed process would have left it; the resumption itself
 // does not depend on the log.
 describe("an interrupted deletion", () => {
-  let sim: Simulator
-  let sluice: (Sluice & TestClockControls) | undefined
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-  })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
-  })
-  const start = async (dataDir?: string, startMs?: number) =>
-    (sluice = await startSluice({
-      ...(dataDir === undefined ? {} : { dataDir }),
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 4 }],
-      testClock: startMs === undefined ? {} : { startMs },
-    }))
+  const { f, start } = tombstoneFixture("embedded")
 
   it("on the embedded log, a deletion a crash interrupted before the purge is finished at the next start: history purged, tombstone written", async () => {
     await start()
-    const api = client(sluice!.url)
+    const api = f.api()
     const created = await api.call("POST", "/v1/batches", { requests: [chatRow("q-1", "x")] })
     const batch = await api.waitFinal(created.body.id)
-    const at = await sluice!.now()
-    const dataDir = sluice!.dataDir
-    await sluice!.stop("SIGKILL")
+    const at = await f.sluice.now()
+    const dataDir = f.sluice.dataDir
+    await f.sluice.stop("SIGKILL")
     // What a process killed right after appending the deletion leaves: batch_deleted, nothing purged.
     await Effect.runPromise(
       Effect.scoped(
@@ -161,6 +134,6 @@ describe("an interrupted deletion", () => {
     await start(dataDir, at)
     await waitFor("the deletion to be finished", async () => (await storedEvents({ dataDir }, batch.id)).length === 1)
     expect((await storedEvents({ dataDir }, batch.id)).map((e) => e.type)).toEqual(["batch_purged"])
-    expectNotFound(await client(sluice!.url).call("GET", `/v1/batches/${batch.id}`), /was deleted at/, "batch_deleted")
+    expectNotFound(await f.api().call("GET", `/v1/batches/${batch.id}`), /was deleted at/, "batch_deleted")
   })
 })

@@ -4,11 +4,9 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Webhook } from "standardwebhooks"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { describe, expect, it } from "vitest"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * Signed webhooks through the admin API, delivered to a real HTTP receiver in the test, retried on
@@ -45,32 +43,21 @@ const eventually = async <T>(read: () => T | Promise<T>, done: (v: T) => boolean
 }
 
 describe.each(["embedded", "nats"] as const)("signed webhooks on the %s event log", (backend) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: InProcessSluice | undefined
-  const api = () => client(sluice!.url)
-  const models = () => [{ id: "fast", upstream_url: sim.url, timeout_ms: 600_000 }]
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: ["fast"] })
-    if (backend === "nats") nats = await startNatsServer()
+  const f = withSluice({
+    log: backend,
+    inProcess: true,
+    lifetime: "test",
+    simulator: { models: ["fast"] },
+    models: (url) => [{ id: "fast", upstream_url: url, timeout_ms: 600_000 }],
   })
-  afterEach(async () => {
-    await sluice?.stop()
-    sluice = undefined
-  })
-  afterAll(async () => {
-    await nats?.stop()
-    await sim?.close()
-  })
-  const start = (options: { dataDir?: string; keepData?: boolean; startAt?: number } = {}) =>
-    startInProcessSluice({ models: models(), ...(nats === undefined ? {} : { natsUrl: nats.url }), ...options })
+  const api = () => f.api()
+  const start = (options: { dataDir?: string; keepData?: boolean; startAt?: number } = {}) => f.start(options)
 
   it("delivers a batch's final event at least once across failures and a restart, signed, one webhook-id for every attempt", async () => {
     const hooks = await receiver(3)
     const dataDir = mkdtempSync(join(tmpdir(), "sluice-webhooks-"))
     try {
-      sluice = await start({ dataDir, keepData: true })
+      await start({ dataDir, keepData: true })
       const created = await api().admin("POST", "/admin/v1/accounts/bootstrap/webhooks", { url: hooks.url, events: ["batch.completed", "batch.cancelled"] })
       expect(created.status, created.text).toBe(200)
       expect(created.body).toMatchObject({ object: "webhook", url: hooks.url, events: ["batch.completed", "batch.cancelled"] })
@@ -84,18 +71,17 @@ describe.each(["embedded", "nats"] as const)("signed webhooks on the %s event lo
 
       // Attempts 1 and 2 fail on the first instance, the retry's backoff moved on its TestClock.
       await eventually(() => hooks.received.length, (n) => n >= 1, "the first attempt")
-      await eventually(() => hooks.received.length, (n) => n >= 2, "the second attempt", () => sluice!.adjust(2_000))
+      await eventually(() => hooks.received.length, (n) => n >= 2, "the second attempt", () => f.sluice.adjust(2_000))
       await eventually(
         async () => (await api().admin("GET", `/admin/v1/webhooks/${webhookId}/deliveries`)).body.data[0].attempts,
         (n) => n === 2,
         "two attempts recorded",
       )
-      const stoppedAt = await sluice.now()
-      await sluice.stop()
-      sluice = undefined
+      const stoppedAt = await f.sluice.now()
+      await f.stop()
 
-      sluice = await start({ dataDir, keepData: true, startAt: stoppedAt })
-      await eventually(() => hooks.received.length, (n) => n >= 4, "the attempts after the restart", () => sluice!.adjust(5_000))
+      await start({ dataDir, keepData: true, startAt: stoppedAt })
+      await eventually(() => hooks.received.length, (n) => n >= 4, "the attempts after the restart", () => f.sluice.adjust(5_000))
       const deliveries = await eventually(
         async () => (await api().admin("GET", `/admin/v1/webhooks/${webhookId}/deliveries`)).body.data,
         (d) => d[0]?.status === "delivered",
@@ -118,13 +104,12 @@ describe.each(["embedded", "nats"] as const)("signed webhooks on the %s event lo
       expect(once[0]).toMatchObject({ type: "batch.completed", data: { id: batch.body.id, object: "batch", status: "completed" } })
       expect(once[0].data).toEqual(await (await api().call("GET", `/v1/batches/${batch.body.id}`)).body)
       // Nothing more arrives once delivered.
-      await sluice.adjust(3_600_000)
+      await f.sluice.adjust(3_600_000)
       await new Promise((r) => setTimeout(r, 600))
       expect(hooks.received).toHaveLength(4)
     } finally {
       await hooks.close()
-      await sluice?.stop()
-      sluice = undefined
+      await f.stop()
       rmSync(dataDir, { recursive: true, force: true })
     }
   }, 120_000)
@@ -133,7 +118,7 @@ describe.each(["embedded", "nats"] as const)("signed webhooks on the %s event lo
     const failing = await receiver(1_000)
     const fine = await receiver(0)
     try {
-      sluice = await start()
+      await start()
       await api().admin("POST", "/admin/v1/accounts/bootstrap/webhooks", { url: failing.url })
       const onlyCancelled = await api().admin("POST", "/admin/v1/accounts/bootstrap/webhooks", { url: fine.url, events: ["batch.cancelled"] })
       const completedHook = await api().admin("POST", "/admin/v1/accounts/bootstrap/webhooks", { url: fine.url.replace("/hooks", "/done"), events: ["batch.completed"] })
@@ -153,12 +138,12 @@ describe.each(["embedded", "nats"] as const)("signed webhooks on the %s event lo
   })
 
   it("refuses a wrong token, an unknown account or webhook, a bad URL or events, and a URL back to Sluice, storing nothing", async () => {
-    sluice = await start()
+    const sluice = await start()
     // An account of its own: on NATS the log, and so the other tests' webhooks, outlive each test.
     const account = `hooks-${backend}`
     expect((await api().admin("POST", "/admin/v1/accounts", { id: account, tier: "internal" })).status).toBe(200)
     const post = (body: unknown, id = account) => api().admin("POST", `/admin/v1/accounts/${id}/webhooks`, body)
-    const wrongToken = await client(sluice.url).call("POST", `/admin/v1/accounts/${account}/webhooks`, { url: "http://example.invalid/x" }, { authorization: "Bearer nope" })
+    const wrongToken = await f.api().call("POST", `/admin/v1/accounts/${account}/webhooks`, { url: "http://example.invalid/x" }, { authorization: "Bearer nope" })
     expect(wrongToken.status).toBe(401)
     expect((await post({ url: "http://127.0.0.1:9/x" }, "no-such-account")).status).toBe(404)
     const port = new URL(sluice.url).port
