@@ -1,11 +1,9 @@
 import fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { chatRow } from "../support/client.js"
 import { waitFor } from "../support/waitFor.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * `as_of` answers a batch and its results as they were at an instant, from the batch's events alone.
@@ -25,29 +23,17 @@ const prompt = (b: Behaviour, i: number) =>
 type Step = "tick" | "cancel"
 
 describe.each([
-  { name: "the embedded log", nats: false },
-  { name: "NATS JetStream", nats: true },
-] as const)("as_of, on $name", ({ nats: onNats }) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: InProcessSluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-    if (onNats) nats = await startNatsServer()
-    sluice = await startInProcessSluice({
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 8 }],
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      startAt: Math.floor(Date.now() / SECOND) * SECOND,
-    })
-    api = client(sluice.url)
+  { name: "the embedded log", log: "embedded" },
+  { name: "NATS JetStream", log: "nats" },
+] as const)("as_of, on $name", ({ log }) => {
+  const f = withSluice({
+    log,
+    inProcess: true,
+    simulator: { models: [MODEL] },
+    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 8 }],
+    sluice: { startAt: Math.floor(Date.now() / SECOND) * SECOND },
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    await nats?.stop()
-    await sim?.close()
-  })
+  const api = f.api()
 
   /** Nothing more will happen until the clock moves: no row runs or is about to start, and the read model has the whole log. */
   const settled = async (id: string) => {
@@ -58,7 +44,7 @@ describe.each([
       const rows = (await api.call("GET", `/v1/batches/${id}/results`)).body.data as Array<any>
       const busy = rows.some((r) => r.status === "running" || (r.status === "queued" && r.error === null && batch.status !== "cancelling"))
       const now = JSON.stringify([ready.log.head, ready.projections.applied, batch, rows])
-      const still = !busy && sim.stats().inFlight === 0 && ready.projections.lag_events === 0 && now === last
+      const still = !busy && f.sim.stats().inFlight === 0 && ready.projections.lag_events === 0 && now === last
       last = now
       return still
     }, { everyMs: 60 })
@@ -75,7 +61,7 @@ describe.each([
         fc.array(fc.constantFrom<Behaviour>("ok", "retried", "refused"), { minLength: 1, maxLength: 4 }),
         fc.array(fc.constantFrom<Step>("tick", "tick", "cancel"), { minLength: 1, maxLength: 4 }),
         async (behaviours, steps) => {
-          await sluice.adjust(SECOND)
+          await f.sluice.adjust(SECOND)
           const created = await api.call("POST", "/v1/batches", {
             requests: behaviours.map((b, i) => chatRow(`r${i}`, prompt(b, i))),
           })
@@ -84,11 +70,11 @@ describe.each([
           const seen = new Map<number, Awaited<ReturnType<typeof snapshot>>>()
           const look = async () => {
             await settled(id)
-            seen.set(Math.floor((await sluice.now()) / SECOND), await snapshot(id))
+            seen.set(Math.floor((await f.sluice.now()) / SECOND), await snapshot(id))
           }
           await look()
           for (const step of [...steps, "tick", "tick"] as const) {
-            await sluice.adjust(SECOND)
+            await f.sluice.adjust(SECOND)
             if (step === "cancel") expect((await api.call("POST", `/v1/batches/${id}/cancel`)).status).toBe(200)
             await look()
           }

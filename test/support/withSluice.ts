@@ -34,7 +34,7 @@ export interface SluiceFixture<S, O> {
   readonly models: ReadonlyArray<CatalogEntry>
   /** The Sluice started last. */
   readonly sluice: S
-  /** A client of the Sluice started last, with the bootstrap key unless given another. */
+  /** A client of whichever Sluice was started last when it calls, with the bootstrap key unless given another. */
   api(key?: string): ReturnType<typeof client>
   /** Starts a Sluice on the fixture's simulator and log; it is stopped, gracefully, after the test (or the file). */
   start(overrides?: O): Promise<S>
@@ -134,10 +134,11 @@ export function withSluice(
       if (current === undefined) throw new Error("withSluice: no Sluice is running; start() one")
       return current
     },
-    api: (key) => {
-      if (current === undefined) throw new Error("withSluice: no Sluice is running; start() one")
-      return client(current.url, key)
-    },
+    api: (key) =>
+      client(() => {
+        if (current === undefined) throw new Error("withSluice: no Sluice is running; start() one")
+        return current.url
+      }, key),
     start: launch,
     stop: async () => {
       killedAny = (await stopAll()) || killedAny
