@@ -1,6 +1,7 @@
 import { Cause, Chunk, ConfigError } from "effect"
 import { CatalogInvalid } from "./config/catalogLayer.js"
 import type { SluiceConfig } from "./config/Config.js"
+import { LeaseTtlMismatch } from "./actors/lease/natsLeaseStore.js"
 import { DataDirInUse } from "./dataDirLock.js"
 import { LogUnavailable } from "./eventlog/EventLog.js"
 
@@ -34,6 +35,9 @@ const lineFor = (e: unknown, config: SluiceConfig | undefined): string | undefin
         ? "stop it, or give each instance its own SLUICE_DATA_DIR"
         : "the embedded event log serves one instance: stop the other, or run several on NATS (NATS_URL, each with its own SLUICE_DATA_DIR; see docs/scaling.md)"
     return `the data directory ${e.dataDir} is in use by ${holder}: ${fix}`
+  }
+  if (e instanceof LeaseTtlMismatch) {
+    return `${e.message}: give every instance on this NATS the same SLUICE_LEASE_TTL_MS (${e.bucketTtlMs}), or stop them all and delete the buckets sluice-leases and sluice-instances to change it`
   }
   if (e instanceof CatalogInvalid) {
     return `${e.message}: fix the file SLUICE_MODELS names (see the README's model catalog), or unset SLUICE_MODELS to serve the built-in simulator`

@@ -84,6 +84,21 @@ describe("start-up failures are one clear line", () => {
     expectOneLine(await start({ SLUICE_NATS_REPLICAS: "7" }), /^sluice: .*SLUICE_NATS_REPLICAS must be from 1 to 5.*: fix the variable/)
   })
 
+  it("a lease TTL other than the one the running instances' lease bucket keeps", async () => {
+    const shared = await startNatsServer()
+    const first = await startSluice({ natsUrl: shared.url, env: { SLUICE_LEASE_TTL_MS: "4000" } })
+    try {
+      expectOneLine(
+        await start({ NATS_URL: shared.url, SLUICE_LEASE_TTL_MS: "9000" }),
+        /^sluice: the lease bucket sluice-leases keeps leases for 4000 ms, but this instance's SLUICE_LEASE_TTL_MS is 9000: give every instance on this NATS the same SLUICE_LEASE_TTL_MS \(4000\)/,
+      )
+    } finally {
+      await first.stop()
+      first.cleanup()
+      await shared.stop()
+    }
+  })
+
   it("a model catalog that does not parse, or does not hold a catalog", async () => {
     const dir = tempDir()
     writeFileSync(join(dir, "broken.json"), '{"models": [')

@@ -1,6 +1,6 @@
 import { Kvm, type KV } from "@nats-io/kv"
 import { connect } from "@nats-io/transport-node"
-import { Effect, Layer } from "effect"
+import { Data, Effect, Layer } from "effect"
 import { laneToken } from "../../domain/batch/subjects.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
 import { type LeaseRecord, LeaseStore } from "./LeaseStore.js"
@@ -13,6 +13,21 @@ export interface NatsLeaseStoreOptions {
 
 const LEASES = "sluice-leases"
 const INSTANCES = "sluice-instances"
+
+/**
+ * The lease bucket was made by an instance with another SLUICE_LEASE_TTL_MS. Opening it keeps its TTL
+ * silently, and an owner that believes its lease lasts longer than the bucket keeps it would go on
+ * running a model another instance has taken: every instance must use the bucket's TTL.
+ */
+export class LeaseTtlMismatch extends Data.TaggedError("LeaseTtlMismatch")<{
+  readonly bucket: string
+  readonly bucketTtlMs: number
+  readonly ttlMs: number
+}> {
+  override get message() {
+    return `the lease bucket ${this.bucket} keeps leases for ${this.bucketTtlMs} ms, but this instance's SLUICE_LEASE_TTL_MS is ${this.ttlMs}`
+  }
+}
 
 const unavailable = (what: string) => (cause: unknown) =>
   new LogUnavailable({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
@@ -51,6 +66,10 @@ export const layer = (options: NatsLeaseStoreOptions) =>
         })
       const leases: KV = yield* bucket(LEASES)
       const instances: KV = yield* bucket(INSTANCES)
+      for (const [name, kv] of [[LEASES, leases], [INSTANCES, instances]] as const) {
+        const { ttl } = yield* Effect.tryPromise({ try: () => kv.status(), catch: unavailable(`cannot read the KV bucket ${name}`) })
+        if (ttl !== options.ttlMs) return yield* Effect.fail(new LeaseTtlMismatch({ bucket: name, bucketTtlMs: ttl, ttlMs: options.ttlMs }))
+      }
       const keyOf = (model: string) => laneToken(model)
       const encode = (value: Stored) => JSON.stringify(value)
       const call = <A>(what: string, f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: unavailable(what) })
