@@ -1,5 +1,13 @@
+import { join } from "node:path"
+import { Chunk, Context, Effect, Layer, Stream } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import { eventTime } from "../../src/domain/batch/eventTime.js"
+import { decodeBatchMessage, eventsOf } from "../../src/domain/batch/laneWindow.js"
+import { oneBatch } from "../../src/domain/batch/subjects.js"
+import { EventLog } from "../../src/eventlog/EventLog.js"
+import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
+import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
 import { simDirective } from "../../src/sim/Directives.js"
 import { chatRow } from "../support/client.js"
 import { waitFor } from "../support/waitFor.js"
@@ -7,10 +15,11 @@ import { withSluice } from "../support/withSluice.js"
 
 /*
  * `as_of` answers a batch and its results as they were at an instant, from the batch's events alone.
- * The property: for a random batch driven through random steps, the answer `as_of` gives for each
- * second equals what the API answered in that second. The actors' TestClock moves in whole seconds
- * and the retried rows wait for a 429's one-second Retry-After, so every event falls in a second the
- * test has looked at, after everything in it has happened.
+ * The property: for a random batch driven through random steps, the answer `as_of` gives at the time
+ * of each of its events equals what the API answered then. The actors' TestClock moves in whole
+ * seconds and the retried rows wait for a 429's one-second Retry-After, so the test looks at the API
+ * once in each second, after everything in it has happened; that every event's time is one of those
+ * seconds is checked against the batch's events in the log.
  */
 
 const MODEL = "glm-5.3-flash"
@@ -50,12 +59,31 @@ describe.each([
     }, { everyMs: 60 })
   }
 
+  /** The second of each event of the batch, by its own time (input chunks have none), read from the log. */
+  const eventSeconds = (id: string) =>
+    Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const layer = f.natsUrl === undefined ? SqliteEventLog.layer({ path: join(f.sluice.dataDir, "log.sqlite") }) : JetStreamEventLog.layer({ url: f.natsUrl })
+          const log = Context.get(yield* Layer.build(layer), EventLog)
+          const messages = Chunk.toReadonlyArray(yield* Stream.runCollect(log.read(oneBatch(id), 1)))
+          return messages.flatMap((m) => {
+            const decoded = decodeBatchMessage(m.data)
+            return decoded === undefined ? [] : eventsOf(decoded).flatMap((e) => {
+              const at = eventTime(e)
+              return at === undefined ? [] : [Math.floor(at / SECOND)]
+            })
+          })
+        }),
+      ),
+    )
+
   const snapshot = async (id: string, query = "") => ({
     batch: await api.call("GET", `/v1/batches/${id}${query}`),
     results: await api.call("GET", `/v1/batches/${id}/results${query}`),
   })
 
-  it("as_of at every second of a random batch's life equals what the API answered in that second", async () => {
+  it("as_of at every event's time of a random batch equals what the API answered at that moment", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.constantFrom<Behaviour>("ok", "retried", "refused"), { minLength: 1, maxLength: 4 }),
@@ -78,6 +106,9 @@ describe.each([
             if (step === "cancel") expect((await api.call("POST", `/v1/batches/${id}/cancel`)).status).toBe(200)
             await look()
           }
+          const times = await eventSeconds(id)
+          expect(times.length).toBeGreaterThan(behaviours.length)
+          expect(times.filter((t) => !seen.has(t)), "events in a second the test did not look at").toEqual([])
           for (const [second, then] of seen) {
             const asOf = await snapshot(id, `?as_of=${second}`)
             expect(asOf.batch.status, asOf.batch.text).toBe(200)
