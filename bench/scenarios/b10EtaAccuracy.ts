@@ -1,3 +1,4 @@
+import { type BatchStatus, FinalBatchStatuses } from "../../src/domain/api/BatchStatus.js"
 import { readBatchEvents } from "../embeddedLog.js"
 import { atMost, figure } from "../figures.js"
 import { MODELS } from "../processes.js"
@@ -48,14 +49,14 @@ export const b10EtaAccuracy: Scenario = {
           [...open].map(async (id) => {
             const readMs = Date.now()
             const b = (await api.call("GET", `/v1/batches/${id}`).then((r) => JSON.parse(r.body.toString("utf8")))) as {
-              status: string
+              status: BatchStatus
               request_counts: { total: number; completed: number; failed: number }
               estimated_completion_at: number | null
             }
             const done = (b.request_counts.completed + b.request_counts.failed) / b.request_counts.total
             const got = readings.get(id)!
             for (const mark of MARKS) if (done >= mark && !got.has(mark) && b.estimated_completion_at !== undefined) got.set(mark, { readMs, etaS: b.estimated_completion_at })
-            if (["completed", "failed", "expired", "cancelled"].includes(b.status)) open.delete(id)
+            if (FinalBatchStatuses.has(b.status)) open.delete(id)
           }),
         )
         await sleep(20)

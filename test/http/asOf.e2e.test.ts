@@ -1,7 +1,7 @@
 import { join } from "node:path"
 import { Chunk, Context, Effect, Layer, Stream } from "effect"
 import fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { eventTime } from "../../src/domain/batch/eventTime.js"
 import { decodeBatchMessage, eventsOf } from "../../src/domain/batch/laneWindow.js"
 import { oneBatch } from "../../src/domain/batch/subjects.js"
@@ -9,11 +9,9 @@ import { EventLog } from "../../src/eventlog/EventLog.js"
 import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
 import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
+import { chatRow } from "../support/client.js"
 import { waitFor } from "../support/waitFor.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * `as_of` answers a batch and its results as they were at an instant, from the batch's events alone.
@@ -34,29 +32,17 @@ const prompt = (b: Behaviour, i: number) =>
 type Step = "tick" | "cancel"
 
 describe.each([
-  { name: "the embedded log", nats: false },
-  { name: "NATS JetStream", nats: true },
-] as const)("as_of, on $name", ({ nats: onNats }) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: InProcessSluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-    if (onNats) nats = await startNatsServer()
-    sluice = await startInProcessSluice({
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 8 }],
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      startAt: Math.floor(Date.now() / SECOND) * SECOND,
-    })
-    api = client(sluice.url)
+  { name: "the embedded log", log: "embedded" },
+  { name: "NATS JetStream", log: "nats" },
+] as const)("as_of, on $name", ({ log }) => {
+  const f = withSluice({
+    log,
+    inProcess: true,
+    simulator: { models: [MODEL] },
+    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 8 }],
+    sluice: { startAt: Math.floor(Date.now() / SECOND) * SECOND },
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    await nats?.stop()
-    await sim?.close()
-  })
+  const api = f.api()
 
   /** Nothing more will happen until the clock moves: no row runs or is about to start, and the read model has the whole log. */
   const settled = async (id: string) => {
@@ -67,7 +53,7 @@ describe.each([
       const rows = (await api.call("GET", `/v1/batches/${id}/results`)).body.data as Array<any>
       const busy = rows.some((r) => r.status === "running" || (r.status === "queued" && r.error === null && batch.status !== "cancelling"))
       const now = JSON.stringify([ready.log.head, ready.projections.applied, batch, rows])
-      const still = !busy && sim.stats().inFlight === 0 && ready.projections.lag_events === 0 && now === last
+      const still = !busy && f.sim.stats().inFlight === 0 && ready.projections.lag_events === 0 && now === last
       last = now
       return still
     }, { everyMs: 60 })
@@ -78,7 +64,7 @@ describe.each([
     Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const layer = nats === undefined ? SqliteEventLog.layer({ path: join(sluice.dataDir, "log.sqlite") }) : JetStreamEventLog.layer({ url: nats.url })
+          const layer = f.natsUrl === undefined ? SqliteEventLog.layer({ path: join(f.sluice.dataDir, "log.sqlite") }) : JetStreamEventLog.layer({ url: f.natsUrl })
           const log = Context.get(yield* Layer.build(layer), EventLog)
           const messages = Chunk.toReadonlyArray(yield* Stream.runCollect(log.read(oneBatch(id), 1)))
           return messages.flatMap((m) => {
@@ -103,7 +89,7 @@ describe.each([
         fc.array(fc.constantFrom<Behaviour>("ok", "retried", "refused"), { minLength: 1, maxLength: 4 }),
         fc.array(fc.constantFrom<Step>("tick", "tick", "cancel"), { minLength: 1, maxLength: 4 }),
         async (behaviours, steps) => {
-          await sluice.adjust(SECOND)
+          await f.sluice.adjust(SECOND)
           const created = await api.call("POST", "/v1/batches", {
             requests: behaviours.map((b, i) => chatRow(`r${i}`, prompt(b, i))),
           })
@@ -112,11 +98,11 @@ describe.each([
           const seen = new Map<number, Awaited<ReturnType<typeof snapshot>>>()
           const look = async () => {
             await settled(id)
-            seen.set(Math.floor((await sluice.now()) / SECOND), await snapshot(id))
+            seen.set(Math.floor((await f.sluice.now()) / SECOND), await snapshot(id))
           }
           await look()
           for (const step of [...steps, "tick", "tick"] as const) {
-            await sluice.adjust(SECOND)
+            await f.sluice.adjust(SECOND)
             if (step === "cancel") expect((await api.call("POST", `/v1/batches/${id}/cancel`)).status).toBe(200)
             await look()
           }

@@ -1,31 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { BOOTSTRAP_KEY, type Sluice, startSluice } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { BOOTSTRAP_KEY } from "../support/sluice.js"
+import { withSluice } from "../support/withSluice.js"
 
 /** Every row of the seed's Errors table that belongs to the six batch endpoints, sent over HTTP. */
 describe("the seed's Errors table", () => {
-  let sim: Simulator
-  let sluice: Sluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    sluice = await startSluice({
-      models: [
-        { id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 4 },
-        { id: "qwen3.6-35b", upstream_url: sim.url, batch_concurrency: 4 },
-        { id: "secret-model", upstream_url: sim.url },
-      ],
-    })
-    api = client(sluice.url)
+  const f = withSluice({
+    models: (url) => [
+      { id: "glm-5.3-flash", upstream_url: url, batch_concurrency: 4 },
+      { id: "qwen3.6-35b", upstream_url: url, batch_concurrency: 4 },
+      { id: "secret-model", upstream_url: url },
+    ],
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
-  })
+  const api = f.api()
 
   const expectError = (answer: { status: number; body: any }, status: number, message: string | RegExp) => {
     expect(answer.status).toBe(status)
@@ -37,10 +25,10 @@ describe("the seed's Errors table", () => {
 
   /** Bad input changes nothing: the account's list is the same after the refused create. */
   const refusedCreate = async (body: unknown, status: number, message: string | RegExp, key = BOOTSTRAP_KEY) => {
-    const before = await client(sluice.url, key).call("GET", "/v1/batches?limit=100")
-    const answer = await client(sluice.url, key).call("POST", "/v1/batches", body)
+    const before = await f.api(key).call("GET", "/v1/batches?limit=100")
+    const answer = await f.api(key).call("POST", "/v1/batches", body)
     expectError(answer, status, message)
-    const after = await client(sluice.url, key).call("GET", "/v1/batches?limit=100")
+    const after = await f.api(key).call("GET", "/v1/batches?limit=100")
     expect(after.body).toEqual(before.body)
     return answer
   }
@@ -153,20 +141,20 @@ describe("the seed's Errors table", () => {
     it("expired or revoked, and the account suspended", async () => {
       const acct = await newKey("internal")
       const expired = await api.admin("POST", `/admin/v1/accounts/${acct.id}/keys`, { expires_at: Math.floor(Date.now() / 1000) - 1 })
-      expectError(await client(sluice.url, expired.body.key).call("GET", "/v1/batches"), 401, /expired/)
-      expect((await client(sluice.url, acct.key).call("GET", "/v1/batches")).status).toBe(200)
+      expectError(await f.api(expired.body.key).call("GET", "/v1/batches"), 401, /expired/)
+      expect((await f.api(acct.key).call("GET", "/v1/batches")).status).toBe(200)
       await api.admin("POST", `/admin/v1/keys/${acct.keyId}/revoke`)
-      expectError(await client(sluice.url, acct.key).call("GET", "/v1/batches"), 401, /revoked/)
+      expectError(await f.api(acct.key).call("GET", "/v1/batches"), 401, /revoked/)
       const other = await newKey("internal")
       await api.admin("PATCH", `/admin/v1/accounts/${other.id}`, { status: "suspended" })
-      expectError(await client(sluice.url, other.key).call("GET", "/v1/batches"), 401, /suspended/)
+      expectError(await f.api(other.key).call("GET", "/v1/batches"), 401, /suspended/)
     })
   })
 
   it("403: a standard account may not create batches, but may read and list", async () => {
     const standard = await newKey("standard")
     await refusedCreate({ requests: [chatRow("a", "1")] }, 403, /internal accounts only/, standard.key)
-    expect((await client(sluice.url, standard.key).call("GET", "/v1/batches")).status).toBe(200)
+    expect((await f.api(standard.key).call("GET", "/v1/batches")).status).toBe(200)
   })
 
   describe("404: the batch does not exist, was deleted, or belongs to another account", () => {
@@ -182,7 +170,7 @@ describe("the seed's Errors table", () => {
     })
     it("belongs to another account: reads exactly as not found, and is left untouched", async () => {
       const created = await api.call("POST", "/v1/batches", { requests: [chatRow("a", "mine")] })
-      const stranger = client(sluice.url, (await newKey("internal")).key)
+      const stranger = f.api((await newKey("internal")).key)
       for (const [method, path] of [
         ["GET", `/v1/batches/${created.body.id}`],
         ["GET", `/v1/batches/${created.body.id}/results`],

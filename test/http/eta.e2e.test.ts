@@ -1,9 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { type Sluice, startSluice } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * A batch object's `rows_ahead` and `estimated_completion_at`, through the public API, Sluice as a
@@ -12,36 +10,19 @@ import { type Sluice, startSluice } from "../support/sluice.js"
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe.each(["embedded", "nats"] as const)("queue position and ETA on the %s event log", (backend) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: Sluice | undefined
-  const api = (key?: string) => client(sluice!.url, key)
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: ["held", "paced"], latencyMs: 20 })
+  // Held rows hang until the process ends: each test's Sluice is killed, not left to wait for them.
+  const f = withSluice({
+    log: backend,
+    lifetime: "test",
+    teardown: "kill",
+    simulator: { models: ["held", "paced"], latencyMs: 20 },
+    models: (url) => [
+      { id: "held", upstream_url: url, batch_concurrency: 1, timeout_ms: 600_000 },
+      { id: "paced", upstream_url: url, batch_concurrency: 2, timeout_ms: 600_000 },
+    ],
   })
-  afterEach(async () => {
-    await sluice?.stop("SIGKILL")
-    sluice?.cleanup()
-    sluice = undefined
-    // Each test is a deployment of its own: a killed instance's model leases would hold the next one's
-    // models until they lapse.
-    await nats?.stop()
-    nats = undefined
-  })
-  afterAll(async () => {
-    await sim?.close()
-  })
-  const start = async () => {
-    if (backend === "nats") nats = await startNatsServer()
-    return (sluice = await startSluice({
-      models: [
-        { id: "held", upstream_url: sim.url, batch_concurrency: 1, timeout_ms: 600_000 },
-        { id: "paced", upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 600_000 },
-      ],
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-    }))
-  }
+  const api = (key?: string) => f.api(key)
+  const start = () => f.start()
   const create = async (rows: ReadonlyArray<object>, key?: string) => {
     const created = await api(key).call("POST", "/v1/batches", { requests: rows })
     expect(created.status, created.text).toBe(200)

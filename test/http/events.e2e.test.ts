@@ -10,9 +10,9 @@ import { simDirective } from "../../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
 import { startInProcessSluice } from "../support/inProcessSluice.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { BOOTSTRAP_KEY, type Sluice, startSluice } from "../support/sluice.js"
+import { BOOTSTRAP_KEY } from "../support/sluice.js"
 import { storedEvents, terminalRowTypes, terminalsPerRow } from "../support/storedEvents.js"
+import { withSluice } from "../support/withSluice.js"
 
 const FAST = "glm-5.3-flash"
 const SLOW = "qwen3.6-35b"
@@ -97,34 +97,20 @@ describe("event stream cursors", () => {
 })
 
 describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the %s event log", (backend) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: Sluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [FAST, SLOW] })
-    if (backend === "nats") nats = await startNatsServer()
-    sluice = await startSluice({
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      models: [
-        { id: FAST, upstream_url: sim.url, batch_concurrency: 8 },
-        // Hanging rows hold both slots until this timeout: a batch of them stays unfinished until cancelled.
-        { id: SLOW, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 2_000 },
-      ],
-    })
-    api = client(sluice.url)
+  const f = withSluice({
+    log: backend,
+    simulator: { models: [FAST, SLOW] },
+    models: (url) => [
+      { id: FAST, upstream_url: url, batch_concurrency: 8 },
+      // Hanging rows hold both slots until this timeout: a batch of them stays unfinished until cancelled.
+      { id: SLOW, upstream_url: url, batch_concurrency: 2, timeout_ms: 2_000 },
+    ],
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await nats?.stop()
-    await sim?.close()
-  })
+  const api = f.api()
 
   const open = (batchId: string, options: { key?: string; lastEventId?: string; query?: string } = {}) =>
     fetch(
-      `${sluice.url}/v1/batches/${batchId}/events${options.query === undefined ? "" : `?last_event_id=${encodeURIComponent(options.query)}`}`,
+      `${f.sluice.url}/v1/batches/${batchId}/events${options.query === undefined ? "" : `?last_event_id=${encodeURIComponent(options.query)}`}`,
       {
         headers: {
           authorization: `Bearer ${options.key ?? BOOTSTRAP_KEY}`,
@@ -144,9 +130,9 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     Effect.runPromise(
       Effect.scoped(
         Effect.flatMap(
-          nats === undefined
-            ? SqliteEventLog.makeRaw({ path: join(sluice.dataDir, "log.sqlite") })
-            : JetStreamEventLog.makeRaw({ url: nats.url }),
+          f.natsUrl === undefined
+            ? SqliteEventLog.makeRaw({ path: join(f.sluice.dataDir, "log.sqlite") })
+            : JetStreamEventLog.makeRaw({ url: f.natsUrl }),
           use,
         ),
       ),
@@ -185,7 +171,7 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
 
     // Exactly the stored history, in log order, each message once, its id its log position; but not the
     // request bodies, which a watcher has no use for.
-    const everything = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats?.url }, id)
+    const everything = await storedEvents({ dataDir: f.sluice.dataDir, natsUrl: f.natsUrl }, id)
     expect(everything[0]!.type).toBe("row_bodies")
     const stored = everything.filter((s) => s.type !== "row_bodies")
     expect(events.map((e) => [seqOf(e), e.event, dataOf(e).row, dataOf(e).attempt])).toEqual(
@@ -249,7 +235,7 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     const id = await unfinishedBatch(run)
     // A large event stored in parts with other events between them, as two writers at once would
     // store theirs: here a repeated batch_created, which changes nothing.
-    const created = (await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats?.url }, id)).find((e) => e.type === "batch_created")
+    const created = (await storedEvents({ dataDir: f.sluice.dataDir, natsUrl: f.natsUrl }, id)).find((e) => e.type === "batch_created")
     const { body: batch } = await api.call("GET", `/v1/batches/${id}`)
     const repeated = new TextEncoder().encode(
       JSON.stringify({
@@ -346,7 +332,7 @@ describe.each(["embedded", "nats"] as const)("GET /v1/batches/{id}/events on the
     const other = await open(id, { key })
     expect(other.status).toBe(404)
     expect(((await other.json()) as any).error.code).toBe("batch_not_found")
-    expect((await fetch(`${sluice.url}/v1/batches/${id}/events`)).status).toBe(401)
+    expect((await fetch(`${f.sluice.url}/v1/batches/${id}/events`)).status).toBe(401)
   })
 })
 

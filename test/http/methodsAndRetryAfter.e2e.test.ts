@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type Sluice, startSluice, type TestClockControls } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
 import { waitFor } from "../support/waitFor.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * Two edges of the HTTP contract, against the real server on a TestClock: a known path asked with a
@@ -15,24 +14,12 @@ const MODEL = "glm-5.3-flash"
 const DAY = 86_400_000
 
 describe("methods and Retry-After", () => {
-  let sim: Simulator
-  let sluice: Sluice & TestClockControls
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [MODEL] })
-    sluice = await startSluice({
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 4, timeout_ms: 2 * DAY }],
-      env: { SLUICE_MAX_UNFINISHED_BATCHES: "2" },
-      testClock: {},
-    })
-    api = client(sluice.url)
+  const f = withSluice({
+    simulator: { models: [MODEL] },
+    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 4, timeout_ms: 2 * DAY }],
+    sluice: { env: { SLUICE_MAX_UNFINISHED_BATCHES: "2" }, testClock: {} },
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
-  })
+  const api = f.api()
 
   it.each([
     ["PUT", "/v1/batches", "GET, HEAD, POST"],
@@ -65,7 +52,7 @@ describe("methods and Retry-After", () => {
   it("an unknown path is still 404, and a known path's own methods are served", async () => {
     expect((await api.call("PUT", "/v1/nothing-here")).status).toBe(404)
     expect((await api.call("GET", "/v1/batches")).status).toBe(200)
-    expect((await fetch(`${sluice.url}/v1/batches`, { method: "HEAD", headers: { authorization: "Bearer hyi-test-bootstrap-key" } })).status).toBe(200)
+    expect((await fetch(`${f.sluice.url}/v1/batches`, { method: "HEAD", headers: { authorization: "Bearer hyi-test-bootstrap-key" } })).status).toBe(200)
   })
 
   it("too many unfinished batches: 429 with Retry-After from the pace of the account's batches, bounded by their windows", async () => {
@@ -86,7 +73,7 @@ describe("methods and Retry-After", () => {
     // No time has passed on the clock, so no pace is known: a few seconds, as a poll.
     expect(early.headers.get("retry-after")).toBe("5")
 
-    await sluice.adjust(100_000)
+    await f.sluice.adjust(100_000)
     const later = await api.call("POST", "/v1/batches", { requests: [chatRow("f", "one too many")] })
     expect(later.status).toBe(429)
     // Two rows left at two rows per 100 s.
@@ -95,7 +82,7 @@ describe("methods and Retry-After", () => {
     expect(retryAfter).toBeLessThanOrEqual(102)
 
     // A window closing sooner than that bounds it: its idle rows expire then.
-    await sluice.adjust(DAY - 100_000 - 30_000)
+    await f.sluice.adjust(DAY - 100_000 - 30_000)
     const windowEnds = await api.call("POST", "/v1/batches", { requests: [chatRow("f", "one too many")] })
     expect(windowEnds.status).toBe(429)
     const bound = Number(windowEnds.headers.get("retry-after"))

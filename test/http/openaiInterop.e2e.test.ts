@@ -1,9 +1,8 @@
 import OpenAI from "openai"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type Sluice, startSluice } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 const MODEL = "glm-5.3-flash"
 const SLOW = "slow-model"
@@ -14,39 +13,31 @@ const SLOW = "slow-model"
  * batches.cancel. batches.create cannot work: it needs an uploaded input file.
  */
 describe("the official openai package against Sluice", () => {
-  let sim: Simulator
-  let sluice: Sluice
+  const f = withSluice({
+    models: (url) => [
+      { id: MODEL, upstream_url: url },
+      { id: SLOW, upstream_url: url, upstream_model: MODEL, batch_concurrency: 1 },
+    ],
+  })
   let openai: OpenAI
   let key: string
 
   beforeAll(async () => {
-    sim = await startSimulator()
-    sluice = await startSluice({
-      models: [
-        { id: MODEL, upstream_url: sim.url },
-        { id: SLOW, upstream_url: sim.url, upstream_model: MODEL, batch_concurrency: 1 },
-      ],
-    })
-    const admin = client(sluice.url)
+    const admin = f.api()
     expect((await admin.admin("POST", "/admin/v1/accounts", { id: "openai-sdk", tier: "internal" })).status).toBe(200)
     key = (await admin.admin("POST", "/admin/v1/accounts/openai-sdk/keys")).body.key
-    openai = new OpenAI({ apiKey: key, baseURL: `${sluice.url}/v1`, maxRetries: 0 })
-  })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
+    openai = new OpenAI({ apiKey: key, baseURL: `${f.sluice.url}/v1`, maxRetries: 0 })
   })
 
   const create = async (rows: ReadonlyArray<ReturnType<typeof chatRow>>) => {
-    const created = await client(sluice.url, key).call("POST", "/v1/batches", { requests: rows, metadata: { via: "http" } })
+    const created = await f.api(key).call("POST", "/v1/batches", { requests: rows, metadata: { via: "http" } })
     expect(created.status).toBe(200)
     return created.body as { id: string }
   }
 
   it("batches.retrieve answers Sluice's batch with its id, status and request_counts", async () => {
     const { id } = await create([chatRow("a", "one"), chatRow("b", "two")])
-    const done = await client(sluice.url, key).waitFinal(id)
+    const done = await f.api(key).waitFinal(id)
     const batch = await openai.batches.retrieve(id)
     expect(batch).toMatchObject({
       id,
@@ -60,16 +51,16 @@ describe("the official openai package against Sluice", () => {
   })
 
   it("batches.list auto-paginates over five batches, newest first, a page of two at a time", async () => {
-    const admin = client(sluice.url)
+    const admin = f.api()
     expect((await admin.admin("POST", "/admin/v1/accounts", { id: "openai-list", tier: "internal" })).status).toBe(200)
     const listKey = (await admin.admin("POST", "/admin/v1/accounts/openai-list/keys")).body.key as string
     const ids: Array<string> = []
     for (let i = 0; i < 5; i++) {
-      const created = await client(sluice.url, listKey).call("POST", "/v1/batches", { requests: [chatRow(`l${i}`, `list ${i}`)] })
+      const created = await f.api(listKey).call("POST", "/v1/batches", { requests: [chatRow(`l${i}`, `list ${i}`)] })
       expect(created.status).toBe(200)
       ids.push(created.body.id)
     }
-    const lister = new OpenAI({ apiKey: listKey, baseURL: `${sluice.url}/v1`, maxRetries: 0 })
+    const lister = new OpenAI({ apiKey: listKey, baseURL: `${f.sluice.url}/v1`, maxRetries: 0 })
 
     const first = await lister.batches.list({ limit: 2 })
     expect(first.data.map((b) => b.id)).toEqual([ids[4], ids[3]])
@@ -91,7 +82,7 @@ describe("the official openai package against Sluice", () => {
     expect(cancelled.id).toBe(id)
     expect(["cancelling", "cancelled"]).toContain(cancelled.status)
     expect(cancelled.request_counts?.total).toBe(3)
-    const final = await client(sluice.url, key).waitFinal(id)
+    const final = await f.api(key).waitFinal(id)
     expect(final.status).toBe("cancelled")
     expect((await openai.batches.retrieve(id)).status).toBe("cancelled")
   })

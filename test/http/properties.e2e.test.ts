@@ -1,33 +1,22 @@
 import fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
+import { describe, expect, it } from "vitest"
 import { catalogModels, corruption, validBatch } from "../domain/arbitraries/createBatch.js"
-import { chatRow, client } from "../support/client.js"
-import { BOOTSTRAP_KEY, type Sluice, startSluice } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { BOOTSTRAP_KEY } from "../support/sluice.js"
+import { withSluice } from "../support/withSluice.js"
 
 /** Properties of the public API, each run against one real server and simulator over loopback. */
 describe("API properties over HTTP", () => {
-  let sim: Simulator
-  let sluice: Sluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator({ models: [...catalogModels] })
-    sluice = await startSluice({
-      models: catalogModels.map((id) => ({ id, upstream_url: sim.url, batch_concurrency: 16 })),
-    })
-    api = client(sluice.url)
+  const f = withSluice({
+    simulator: { models: [...catalogModels] },
+    models: (url) => catalogModels.map((id) => ({ id, upstream_url: url, batch_concurrency: 16 })),
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
-  })
+  const api = f.api()
 
   const newAccount = async () => {
     const id = `p-${Math.random().toString(36).slice(2, 10)}`
     await api.admin("POST", "/admin/v1/accounts", { id, tier: "internal" })
-    return client(sluice.url, (await api.admin("POST", `/admin/v1/accounts/${id}/keys`, {})).body.key)
+    return f.api((await api.admin("POST", `/admin/v1/accounts/${id}/keys`, {})).body.key)
   }
 
   it("any single invalid row is named in the 400, and nothing is stored", async () => {
@@ -127,6 +116,6 @@ describe("API properties over HTTP", () => {
     )
     const firstPage = await account.call("GET", "/v1/batches")
     expect(firstPage.body.data.length).toBe(13)
-    expect((await client(sluice.url, BOOTSTRAP_KEY).call("GET", "/v1/batches")).body.data.map((b: any) => b.id)).not.toContain(made[0])
+    expect((await f.api(BOOTSTRAP_KEY).call("GET", "/v1/batches")).body.data.map((b: any) => b.id)).not.toContain(made[0])
   })
 })

@@ -1,31 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { client } from "../support/client.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { type Sluice, startSluice } from "../support/sluice.js"
+import { describe, expect, it } from "vitest"
+import { withSluice } from "../support/withSluice.js"
 
 /** The real size: 50,000 rows in one create, and a single row far over the log's 1 MiB message limit. */
 describe.each(["embedded", "nats"] as const)("batches at the real size on the %s event log", (backend) => {
-  let sim: Simulator
-  let nats: NatsServer | undefined
-  let sluice: Sluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    if (backend === "nats") nats = await startNatsServer()
-    sluice = await startSluice({
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 64 }],
-    })
-    api = client(sluice.url)
-  })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await nats?.stop()
-    await sim?.close()
-  })
+  const f = withSluice({ log: backend, models: (url) => [{ id: "glm-5.3-flash", upstream_url: url, batch_concurrency: 64 }] })
+  const api = f.api()
 
   it("takes 50,000 rows in one create and answers every one of them", async () => {
     const requests = Array.from({ length: 50_000 }, (_, i) => ({

@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { CHARS_PER_TOKEN } from "../../src/sim/Completion.js"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type NatsServer, startNatsServer } from "../support/natsServer.js"
-import { type Sluice, startSluice } from "../support/sluice.js"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 const A = "glm-5.3-flash"
 const B = "qwen3.6-35b"
@@ -21,29 +19,15 @@ const HUGE = " very long".repeat(100_000)
  * request must reach the model with its own body: the simulator's answer quotes the prompt it was sent.
  */
 describe.each(["embedded", "nats"] as const)("every row reaches its model with its own request body (%s log)", (backend) => {
-  let sim: Simulator
-  let sluice: Sluice
-  let nats: NatsServer | undefined
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    if (backend === "nats") nats = await startNatsServer()
-    sim = await startSimulator({ models: [A, B], latencyMs: 5 })
-    sluice = await startSluice({
-      ...(nats === undefined ? {} : { natsUrl: nats.url }),
-      models: [
-        { id: A, upstream_url: sim.url, batch_concurrency: 8 },
-        { id: B, upstream_url: sim.url, batch_concurrency: 3 },
-      ],
-    })
-    api = client(sluice.url)
+  const f = withSluice({
+    log: backend,
+    simulator: { models: [A, B], latencyMs: 5 },
+    models: (url) => [
+      { id: A, upstream_url: url, batch_concurrency: 8 },
+      { id: B, upstream_url: url, batch_concurrency: 3 },
+    ],
   })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
-    await nats?.stop()
-  })
+  const api = f.api()
 
   it("for rows of two models interleaved in two batches, some retried", async () => {
     const promptOf = (batch: string, i: number) => {
@@ -70,6 +54,6 @@ describe.each(["embedded", "nats"] as const)("every row reaches its model with i
       }
     }
     // The retried rows did go round twice: the read-ahead met rows out of order.
-    expect(Object.values(sim.stats().answered).reduce((a, b) => a + b, 0)).toBeGreaterThan(550)
+    expect(Object.values(f.sim.stats().answered).reduce((a, b) => a + b, 0)).toBeGreaterThan(550)
   }, 150_000)
 })

@@ -1,28 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 /** The results pages' `status` and `error_code` filters, and one result with its request: the console's reads. */
 describe("filtered results and one result with its request", () => {
-  let sim: Simulator
-  let sluice: InProcessSluice
+  const f = withSluice({ inProcess: true, models: (url) => [{ id: "glm-5.3-flash", upstream_url: url, batch_concurrency: 4 }] })
+  const api = () => f.api()
   let batchId: string
-  const api = () => client(sluice.url)
 
   beforeAll(async () => {
-    sim = await startSimulator()
-    sluice = await startInProcessSluice({ models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 4 }] })
     const rows = Array.from({ length: 12 }, (_, i) =>
       chatRow(`q${i}`, i % 4 === 1 ? `bad ${i} ${simDirective.status(404)}` : i % 4 === 2 ? `bad ${i} ${simDirective.status(400)}` : `ok ${i}`),
     )
     batchId = (await api().call("POST", "/v1/batches", { requests: rows })).body.id
     await api().waitFinal(batchId)
-  })
-  afterAll(async () => {
-    await sluice?.stop()
-    await sim?.close()
   })
 
   const page = (query: string) => api().call("GET", `/v1/batches/${batchId}/results?${query}`)

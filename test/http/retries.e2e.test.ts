@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
-import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
+import { withSluice } from "../support/withSluice.js"
 
 /*
  * The seed: a timeout, a 429 or a 5xx is retried with backoff, up to eight attempts in all; any
@@ -10,24 +9,12 @@ import { type InProcessSluice, startInProcessSluice } from "../support/inProcess
  * TestClock, so eight attempts take milliseconds.
  */
 describe("retries against the simulator, with backoff on a TestClock", () => {
-  let sim: Simulator
-  let sluice: InProcessSluice
+  const f = withSluice({ inProcess: true, models: (url) => [{ id: "glm-5.3-flash", upstream_url: url, batch_concurrency: 4, timeout_ms: 30_000 }] })
   let seen = 0
 
-  beforeAll(async () => {
-    sim = await startSimulator()
-    sluice = await startInProcessSluice({
-      models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 4, timeout_ms: 30_000 }],
-    })
-  })
-  afterAll(async () => {
-    await sluice?.stop()
-    await sim?.close()
-  })
-
-  const api = () => client(sluice.url)
+  const api = () => f.api()
   const attemptsSince = () => {
-    const now = sim.stats().received
+    const now = f.sim.stats().received
     const n = now - seen
     seen = now
     return n
@@ -41,7 +28,7 @@ describe("retries against the simulator, with backoff on a TestClock", () => {
    */
   const stepWhenNothingIsOnItsWay = async (http: ReturnType<typeof client>, batchId: string) => {
     const running = (await http.allResults(batchId)).filter((r) => r.status === "running").length
-    if (running === 0 || sim.stats().inFlight >= running) await sluice.adjust(5_000)
+    if (running === 0 || f.sim.stats().inFlight >= running) await f.sluice.adjust(5_000)
   }
 
   const runToEnd = async (batchId: string) => {
@@ -109,7 +96,7 @@ describe("retries against the simulator, with backoff on a TestClock", () => {
       await new Promise((r) => setTimeout(r, 10))
     }
     expect(row).toMatchObject({ status: "queued", response: null, error: { code: "rate_limited", status: 429 } })
-    expect(sim.stats().inFlight).toBe(0)
+    expect(f.sim.stats().inFlight).toBe(0)
     const batch = await runToEnd(created.body.id)
     expect(batch.request_counts).toEqual({ total: 1, completed: 1, failed: 0 })
   })

@@ -1,30 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { chatRow, client } from "../support/client.js"
-import { type Sluice, startSluice } from "../support/sluice.js"
+import { describe, expect, it } from "vitest"
+import { chatRow } from "../support/client.js"
+import { withSluice } from "../support/withSluice.js"
 
 /** Batches take turns, through the public API: a model's slots are shared by account, then by batch. */
 describe("batches take turns on a model", () => {
-  let sim: Simulator
-  let sluice: Sluice
-  let api: ReturnType<typeof client>
-
-  beforeAll(async () => {
-    sim = await startSimulator({ latencyMs: 25 })
-    sluice = await startSluice({ models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 2 }] })
-    api = client(sluice.url)
-  })
-  afterAll(async () => {
-    await sluice?.stop()
-    sluice?.cleanup()
-    await sim?.close()
-  })
+  const f = withSluice({ simulator: { latencyMs: 25 }, models: (url) => [{ id: "glm-5.3-flash", upstream_url: url, batch_concurrency: 2 }] })
+  const api = f.api()
 
   const rows = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => chatRow(`${prefix}-${i}`, `${prefix} ${i}`))
   const newAccount = async () => {
     const id = `t-${Math.random().toString(36).slice(2, 10)}`
     await api.admin("POST", "/admin/v1/accounts", { id, tier: "internal" })
-    return client(sluice.url, (await api.admin("POST", `/admin/v1/accounts/${id}/keys`, {})).body.key)
+    return f.api((await api.admin("POST", `/admin/v1/accounts/${id}/keys`, {})).body.key)
   }
 
   it("a small batch submitted after a large one finishes while the large one is still mostly queued", async () => {

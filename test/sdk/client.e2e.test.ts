@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DefaultCreateLimits } from "../../src/domain/batch/createLimits.js"
 import { MAX_BODY_BYTES } from "../../src/http/body.js"
 import { simDirective } from "../../src/sim/Directives.js"
-import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
-import { ADMIN_TOKEN, type Sluice, startSluice } from "../support/sluice.js"
+import { ADMIN_TOKEN } from "../support/sluice.js"
+import { withSluice } from "../support/withSluice.js"
 import {
   type Batch,
   BatchInputError,
@@ -29,33 +29,26 @@ const SLOW = "slow-model"
 /** Holds one row for a minute: the batches behind it stay unfinished. */
 const HOLD = "hold-model"
 
-let sim: Simulator
-let sluice: Sluice
+const f = withSluice({
+  models: (url) => [
+    { id: MODEL, upstream_url: url, batch_concurrency: 8 },
+    { id: SLOW, upstream_url: url, upstream_model: MODEL, batch_concurrency: 1 },
+    { id: HOLD, upstream_url: url, upstream_model: MODEL, batch_concurrency: 1 },
+  ],
+  // The held row would keep a graceful stop waiting for it.
+  teardown: "kill",
+})
 let baseUrl: string
 let admin: SluiceAdmin
 let dir: string
 
-beforeAll(async () => {
-  sim = await startSimulator()
-  sluice = await startSluice({
-    models: [
-      { id: MODEL, upstream_url: sim.url, batch_concurrency: 8 },
-      { id: SLOW, upstream_url: sim.url, upstream_model: MODEL, batch_concurrency: 1 },
-      { id: HOLD, upstream_url: sim.url, upstream_model: MODEL, batch_concurrency: 1 },
-    ],
-  })
-  baseUrl = `${sluice.url}/v1`
+beforeAll(() => {
+  baseUrl = `${f.sluice.url}/v1`
   admin = new SluiceAdmin({ adminToken: ADMIN_TOKEN, baseUrl })
   dir = mkdtempSync(join(tmpdir(), "sdk-e2e-"))
 })
 
-afterAll(async () => {
-  // The held row would keep a graceful stop waiting for it.
-  await sluice?.stop("SIGKILL")
-  sluice?.cleanup()
-  await sim?.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 interface Call {
   readonly method: string

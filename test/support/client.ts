@@ -7,15 +7,18 @@ export interface Answer<T = any> {
   readonly headers: Headers
 }
 
-/** A small HTTP client for the tests: every call goes over loopback to the real server. */
-export const client = (baseUrl: string, key: string = BOOTSTRAP_KEY) => {
+/**
+ * A small HTTP client for the tests: every call goes over loopback to the real server. The base URL
+ * may be read at each call (a fixture's Sluice, started later or restarted on another port).
+ */
+export const client = (baseUrl: string | (() => string), key: string = BOOTSTRAP_KEY) => {
   const call = async <T = any>(
     method: string,
     path: string,
     body?: unknown,
     headers: Record<string, string> = { authorization: `Bearer ${key}` },
   ): Promise<Answer<T>> => {
-    const response = await fetch(baseUrl + path, {
+    const response = await fetch((typeof baseUrl === "string" ? baseUrl : baseUrl()) + path, {
       method,
       headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
       ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),

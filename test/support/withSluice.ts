@@ -23,6 +23,12 @@ interface Options {
    * starts what it needs with `start()`, and everything it started is stopped after it.
    */
   readonly lifetime?: "file" | "test"
+  /**
+   * How a process Sluice is stopped after the test: `graceful` (SIGTERM, the default) lets running rows
+   * finish for up to 30 s; `kill` (SIGKILL) does not wait for rows that hang, and so the next test gets
+   * a nats-server of its own.
+   */
+  readonly teardown?: "graceful" | "kill"
 }
 
 export interface SluiceFixture<S, O> {
@@ -34,7 +40,7 @@ export interface SluiceFixture<S, O> {
   readonly models: ReadonlyArray<CatalogEntry>
   /** The Sluice started last. */
   readonly sluice: S
-  /** A client of the Sluice started last, with the bootstrap key unless given another. */
+  /** A client of whichever Sluice was started last when it calls, with the bootstrap key unless given another. */
   api(key?: string): ReturnType<typeof client>
   /** Starts a Sluice on the fixture's simulator and log; it is stopped, gracefully, after the test (or the file). */
   start(overrides?: O): Promise<S>
@@ -50,8 +56,9 @@ interface Started {
 
 /**
  * A simulator, a nats-server when the log is NATS, and Sluice on them, each stopped after the file.
- * A Sluice is stopped with SIGTERM, which hands its model leases over at once: a test that kills one
- * (`stop("SIGKILL")`) leaves them held for the lease TTL, so the next test gets a nats-server of its own.
+ * A Sluice is stopped with SIGTERM, which hands its model leases over at once. One killed instead (by
+ * the test's `stop("SIGKILL")`, or `teardown: "kill"`) leaves its leases held on the nats-server for the
+ * lease TTL, where the next instance's models would not run: so the next test gets a nats-server of its own.
  */
 export function withSluice(options: Options & { readonly inProcess: true; readonly sluice?: InProcessStart }): SluiceFixture<InProcessSluice, InProcessStart>
 export function withSluice(
@@ -77,7 +84,12 @@ export function withSluice(
       return (current = s)
     }
     const s = await startSluice(merged as SluiceOptions)
-    const started: Started = { stop: () => s.stop(), cleanup: () => (merged.dataDir === undefined ? s.cleanup() : undefined), killed: false }
+    const kill = options.teardown === "kill"
+    const started: Started = {
+      stop: () => s.stop(kill ? "SIGKILL" : "SIGTERM"),
+      cleanup: () => (merged.dataDir === undefined ? s.cleanup() : undefined),
+      killed: kill,
+    }
     running.push(started)
     const stop = (signal?: NodeJS.Signals) => {
       if (signal === "SIGKILL") started.killed = true
@@ -134,10 +146,11 @@ export function withSluice(
       if (current === undefined) throw new Error("withSluice: no Sluice is running; start() one")
       return current
     },
-    api: (key) => {
-      if (current === undefined) throw new Error("withSluice: no Sluice is running; start() one")
-      return client(current.url, key)
-    },
+    api: (key) =>
+      client(() => {
+        if (current === undefined) throw new Error("withSluice: no Sluice is running; start() one")
+        return current.url
+      }, key),
     start: launch,
     stop: async () => {
       killedAny = (await stopAll()) || killedAny
