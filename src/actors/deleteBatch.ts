@@ -1,4 +1,4 @@
-import { Effect, Schedule, Stream } from "effect"
+import { Effect, FiberSet, Schedule, Stream } from "effect"
 import type { BatchEvent, DeletionReason } from "../domain/batch/events.js"
 import { batchSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
 import { HASH_HEADER } from "../eventlog/eventHeaders.js"
@@ -24,6 +24,8 @@ export const makeDeleteBatch = Effect.gen(function* () {
   const dispatcher = yield* Dispatcher
   const log = yield* EventLog
   const tombstones = tombstoneReads(yield* ReadModel)
+  // Purges finished in the background end with the service, not after it (the log is closed by then).
+  const background = yield* FiberSet.make()
 
   /**
    * Purges the batch's history, then writes its tombstone. Safe to run again from the start: a tombstone
@@ -78,7 +80,7 @@ export const makeDeleteBatch = Effect.gen(function* () {
         Effect.catchAll((e) =>
           Effect.zipRight(
             Effect.logWarning(`purging ${batchId} from the log failed; retrying in the background`, e),
-            Effect.forkDaemon(buryWhileLogDown(batchId)),
+            FiberSet.run(background, buryWhileLogDown(batchId)),
           ),
         ),
       )

@@ -19,7 +19,7 @@ const RERUN_BODY_BYTES = 1024 * 1024
 
 /** The batch endpoints that change something, or would: estimate, rerun, cancel, delete. */
 export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCommands", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const access = yield* BatchAccess
     const creation = yield* BatchCreation
     const writer = yield* BatchWriter
