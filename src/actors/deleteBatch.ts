@@ -1,5 +1,7 @@
 import { Effect, FiberSet, Schedule, Stream } from "effect"
 import type { BatchEvent, DeletionReason } from "../domain/batch/events.js"
+import { isoDay } from "../domain/account/utcDay.js"
+import { decodeBatchMessage, eventsOf } from "../domain/batch/laneWindow.js"
 import { batchSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
 import { HASH_HEADER } from "../eventlog/eventHeaders.js"
 import { EventLog } from "../eventlog/EventLog.js"
@@ -36,10 +38,15 @@ export const makeDeleteBatch = Effect.gen(function* () {
       const tombstone = tombstones.one(batchId)
       if (tombstone === undefined || tombstone.purged === 1) return
       const heads: Record<string, string> = {}
+      const spent: Record<string, number> = {}
       yield* log.read(oneBatch(batchId), 1, withoutRowBodies).pipe(
         Stream.runForEach((m) => Effect.sync(() => {
           const link = m.headers?.[HASH_HEADER]
           if (link !== undefined) heads[m.subject] = link
+          const decoded = decodeBatchMessage(m.data)
+          for (const e of decoded === undefined ? [] : eventsOf(decoded)) {
+            if (e.type === "row_completed" && e.cost_usd > 0) spent[isoDay(e.at)] = (spent[isoDay(e.at)] ?? 0) + e.cost_usd
+          }
         })),
       )
       yield* log.purge(oneBatch(batchId))
@@ -51,6 +58,7 @@ export const makeDeleteBatch = Effect.gen(function* () {
         deleted_at: tombstone.deleted_at,
         reason: tombstone.reason,
         ...(Object.keys(heads).length === 0 ? {} : { chain_heads: heads }),
+        ...(Object.keys(spent).length === 0 ? {} : { spent }),
       }
       // No message id: a purge does not clear JetStream's de-duplication window, which would drop the
       // tombstone written again after a crash. The guard alone keeps it to one.

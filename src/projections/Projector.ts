@@ -105,6 +105,10 @@ export const makeApplier = (
       if (isRowEvent(decoded)) applyRowEvent(decoded)
       else {
         usage.forget()
+        if (decoded.type === "batch_purged") {
+          const charged = usage.purged(decoded)
+          if (charged !== undefined) changed?.usage(charged)
+        }
         webhooks.batchEvent(decoded)
         results.apply(decoded, batches.apply(decoded, message.seq), message)
       }

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3"
 import type { UsageRecorded } from "../domain/account/events.js"
-import type { RowCompleted } from "../domain/batch/events.js"
-import { utcDay } from "../domain/account/utcDay.js"
+import type { BatchPurged, RowCompleted } from "../domain/batch/events.js"
+import { utcDay, utcDayOfIso } from "../domain/account/utcDay.js"
 
 /**
  * What each account has spent per UTC day: its batch rows' costs and its recorded interactive usage.
@@ -10,6 +10,7 @@ import { utcDay } from "../domain/account/utcDay.js"
 export const usageProjection = (db: Database.Database) => {
   const s = {
     owner: db.prepare(`SELECT account_id FROM batches WHERE id = ?`),
+    tombstone: db.prepare(`SELECT 1 FROM tombstones WHERE id = ?`).pluck(),
     add: db.prepare(
       `INSERT INTO usage (account_id, day, usd) VALUES (?, ?, ?)
        ON CONFLICT (account_id, day) DO UPDATE SET usd = usd + excluded.usd`,
@@ -39,5 +40,21 @@ export const usageProjection = (db: Database.Database) => {
         return charge(event.account_id, event.at, event.usd)
     }
   }
-  return { apply, forget: () => owners.clear() }
+  /**
+   * A purged batch's spending, counted only by a reader that never saw its rows: one whose log no
+   * longer holds the batch's deletion (applied before the purge, it left a tombstone here). Call it
+   * before the tombstone projection applies the purge.
+   */
+  const purged = (event: typeof BatchPurged.Type): string | undefined => {
+    if (event.spent === undefined || s.tombstone.get(event.batch_id) !== undefined) return undefined
+    let charged: string | undefined
+    for (const [day, usd] of Object.entries(event.spent)) {
+      const d = utcDayOfIso(day)
+      if (d === undefined || !(usd > 0)) continue
+      s.add.run(event.account_id, d, usd)
+      charged = event.account_id
+    }
+    return charged
+  }
+  return { apply, purged, forget: () => owners.clear() }
 }

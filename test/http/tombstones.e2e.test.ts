@@ -41,7 +41,7 @@ const tombstoneFixture = (log: "embedded" | "nats") => {
     log,
     lifetime: "test",
     simulator: { models: [MODEL] },
-    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 4 }],
+    models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 4, input_usd_per_mtok: 1, output_usd_per_mtok: 2 }],
     sluice: { testClock: {} },
   })
   const start = (dataDir?: string, startMs?: number) =>
@@ -86,6 +86,10 @@ describe.each([
     // The tombstone is all the log keeps of the batch, and survives a restart.
     const log = await storedEvents({ dataDir: f.sluice.dataDir, natsUrl: f.natsUrl }, batch.id)
     expect(log.map((e) => e.subject)).toEqual([batchSubject(batch.id, "batch_purged")])
+    // It keeps what the rows cost, by day, so a read model rebuilt from this log still counts it.
+    expect(batch.cost_usd).toBeGreaterThan(0)
+    const day = new Date(batch.completed_at * 1000).toISOString().slice(0, 10)
+    expect(log[0]!.payload?.spent).toEqual({ [day]: batch.cost_usd })
     const at = await f.sluice.now()
     await f.sluice.stop()
     await start(f.sluice.dataDir, at)

@@ -11,6 +11,8 @@ export interface StoredEvent {
   readonly attempt?: number
   /** A lane window's lease revision, on each of its events. */
   readonly lease?: number
+  /** The stored event itself, for the events stored one per message. */
+  readonly payload?: Readonly<Record<string, unknown>>
 }
 
 /**
@@ -28,7 +30,7 @@ const decode = (seq: number, subject: string, data: Uint8Array): Array<StoredEve
     return []
   }
   if (payload.type === "lane_window") return (payload.events ?? []).map((e) => ({ seq, subject, type: e.type, row: e.row, attempt: e.attempt, lease: payload.lease! }))
-  return [{ seq, subject, type, ...(payload.row === undefined ? {} : { row: payload.row, attempt: payload.attempt }) }]
+  return [{ seq, subject, type, payload, ...(payload.row === undefined ? {} : { row: payload.row, attempt: payload.attempt }) }]
 }
 
 /** One batch's history straight from the embedded log's file, bypassing the service's adapter. */

@@ -202,6 +202,11 @@ export const BatchPurged = Schema.Struct({
   reason: DeletionReason,
   /** Each purged subject's last hash-chain link (its `Sluice-Sha256`), for whoever kept a copy of the history. */
   chain_heads: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /**
+   * What the batch's completed rows cost, by UTC day (`YYYY-MM-DD`): still part of the account's spending
+   * that day, which a reader of the log after the purge (a replay) can count only from here.
+   */
+  spent: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.NonNegative })),
 })
 
 export const BatchEvent = Schema.Union(
