@@ -34,7 +34,7 @@ const completed = (row: number, at: number): BatchCommand => ({
   outcome: { _tag: "Completed", response: { status_code: 200, request_id: `req_${row}`, body: {} }, costUsd: 0 },
 })
 
-const lane = { model: "m", owner: "test", revision: 1, valid: () => true }
+const lane = { model: "m", owner: "test", revision: 1, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
 
 describe("the batch writer", () => {
   const dirs: Array<string> = []

@@ -45,6 +45,20 @@ describe("the upstream thread", () => {
     }
   })
 
+  it("does not send a call that reaches it after its notAfter (the lease it was started under lapsed): the upstream never sees it", async () => {
+    const counted = await startSimulator({})
+    try {
+      const to = target(counted)
+      const late = await new Promise<UpstreamOutcome>((resolve) => thread.send(to, body("too late"), resolve, undefined, Date.now() - 1))
+      expect(late).toMatchObject({ _tag: "NetworkError", message: expect.stringMatching(/lease lapsed/) })
+      const inTime = await new Promise<UpstreamOutcome>((resolve) => thread.send(to, body("in time"), resolve, undefined, Date.now() + 60_000))
+      expect(inTime).toMatchObject({ _tag: "Response", status: 200 })
+      expect(counted.stats().received).toBe(1)
+    } finally {
+      await counted.close()
+    }
+  })
+
   it("reads a 429's Retry-After into the outcome's retryAfterMs", async () => {
     const limited = await startSimulator({ faults: { rate429: 1, retryAfterSeconds: 7 } })
     try {

@@ -69,7 +69,7 @@ export const Live = Layer.scoped(
     const failUnservable = (batchId: string, row: number, model: string) =>
       Effect.gen(function* () {
         // No actor holds a lane of a model the catalog lost: the first instance to come by settles its rows.
-        const lane: LaneHold = { model, owner: me, revision: 0, valid: () => true }
+        const lane: LaneHold = { model, owner: me, revision: 0, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
         const started = yield* writer.executeRow(batchId, { type: "StartRow", row, at: yield* writer.now }, lane)
         const start = started.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") return

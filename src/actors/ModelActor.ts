@@ -83,7 +83,7 @@ export const makeModelActor = (
           // Pushback cuts the slots before this one is given back.
           load.observe(model, answer._tag === "Response" ? answer.status : undefined)
           freeSlot()
-        }),
+        }, lane.validThrough()),
         (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome; readonly reason: string }> =>
           Effect.map(Random.next, (random) => {
             const at = clock.unsafeCurrentTimeMillis()

@@ -33,7 +33,12 @@ interface InFlight {
 
 export interface UpstreamCaller {
   /** One attempt of one row, which never fails: every way it can end is an outcome. */
-  readonly call: (body: string, onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void) => Effect.Effect<UpstreamOutcome>
+  readonly call: (
+    body: string,
+    onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void,
+    /** Wall-clock ms after which the call is not sent (the lease it runs under may be another's by then). */
+    notAfter?: number,
+  ) => Effect.Effect<UpstreamOutcome>
   /** At most this many calls at the model at once; calls beyond it wait in the upstream thread. */
   readonly limit: (slots: number) => void
   /** The calls waiting in the upstream thread for a slot, as far as its reports have come. */
@@ -97,7 +102,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     }
 
     /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
-    const call = (body: string, onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void): Effect.Effect<UpstreamOutcome> =>
+    const call = (body: string, onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void, notAfter?: number): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
         let id = -1
         let settled = false
@@ -111,10 +116,16 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
           queueMicrotask(() => resume(Effect.succeed(outcome)))
         }
         const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, sentAt: performance.now(), settle }
-        id = thread.send(target, upstreamBody(model, body), settle, (held) => {
-          if (held) entry.deadline = Number.POSITIVE_INFINITY
-          else arm(entry)
-        })
+        id = thread.send(
+          target,
+          upstreamBody(model, body),
+          settle,
+          (held) => {
+            if (held) entry.deadline = Number.POSITIVE_INFINITY
+            else arm(entry)
+          },
+          notAfter,
+        )
         inFlight.set(id, entry)
         arm(entry)
         return Effect.sync(() => {

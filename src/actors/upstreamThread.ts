@@ -20,13 +20,15 @@ export interface UpstreamThread {
   /**
    * Sends one call. `onOutcome` runs once: with the answer, or a network error if the thread stops first.
    * A call beyond the target's limit waits in the thread for a slot: `onHeld(true)` says it waits,
-   * `onHeld(false)` that it has been sent.
+   * `onHeld(false)` that it has been sent. A call that reaches the thread after `notAfter` (wall-clock
+   * ms) is not sent and answers a network error.
    */
   readonly send: (
     target: number,
     body: string,
     onOutcome: (outcome: UpstreamOutcome) => void,
     onHeld?: (held: boolean) => void,
+    notAfter?: number,
   ) => number
   /** At most `limit` of the target's calls at its server at once (unlimited until set). */
   readonly limit: (target: number, limit: number) => void
@@ -38,7 +40,7 @@ export interface UpstreamThread {
 
 interface ToWorker {
   readonly targets: Array<readonly [number, UpstreamTarget]>
-  readonly calls: Array<{ readonly id: number; readonly target: number; readonly body: string }>
+  readonly calls: Array<{ readonly id: number; readonly target: number; readonly body: string; readonly notAfter?: number }>
   readonly aborts: Array<number>
   readonly limits: Array<readonly [number, number]>
 }
@@ -124,12 +126,12 @@ const makeThread = (): UpstreamThread => {
       if (worker !== undefined) queue().targets.push([index, target])
       return index
     },
-    send: (target, body, onOutcome, onHeld) => {
+    send: (target, body, onOutcome, onHeld, notAfter) => {
       if (worker === undefined) start()
       const id = nextId++
       waiting.set(id, onOutcome)
       if (onHeld !== undefined) holds.set(id, onHeld)
-      queue().calls.push({ id, target, body })
+      queue().calls.push(notAfter === undefined || notAfter === Number.POSITIVE_INFINITY ? { id, target, body } : { id, target, body, notAfter })
       return id
     },
     limit: (target, limit) => {

@@ -6,7 +6,7 @@ import https from "node:https"
 import { parentPort } from "node:worker_threads"
 
 /** @typedef {{ https: boolean, hostname: string, port?: number, path: string, auth?: string, apiKey?: string, maxSockets: number }} Target */
-/** @typedef {{ id: number, target: number, body: string }} Call */
+/** @typedef {{ id: number, target: number, body: string, notAfter?: number }} Call */
 /** @typedef {{ targets?: Array<[number, Target]>, calls?: Array<Call>, aborts?: Array<number>, limits?: Array<[number, number]> }} ToWorker */
 /** @typedef {{ limit: number, running: number, held: Array<Call> }} Lane */
 
@@ -80,6 +80,12 @@ const answer = (id, outcome) => {
 /** @param {Call} call */
 const send = (call) => {
   live.set(call.id, null)
+  // A call that reaches this thread after the lease it was started under has lapsed (the process was
+  // paused between the start and here) is not sent: another owner may run the model by now.
+  if (call.notAfter !== undefined && Date.now() > call.notAfter) {
+    answer(call.id, { _tag: "NetworkError", message: "The call was not sent: the model's lease lapsed before it could be" })
+    return
+  }
   const lane = laneOf(call.target)
   if (lane.running < lane.limit) return launch(call, lane)
   if (!pending()) setImmediate(flush)

@@ -11,6 +11,8 @@ export interface LaneHold {
   readonly owner: string
   readonly revision: number
   readonly valid: () => boolean
+  /** Wall-clock ms until which `valid` holds without another renewal (infinite where no lease lapses). */
+  readonly validThrough: () => number
 }
 
 /** The model's lease is no longer this instance's: the log refused a window, or the lease lapsed. */

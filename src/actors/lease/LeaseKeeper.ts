@@ -49,6 +49,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
           return lease.record.revision
         },
         valid: () => Date.now() < lease.validUntil,
+        validThrough: () => lease.validUntil,
       }
       return lease
     }
