@@ -31,23 +31,27 @@ describe("a hung event log", () => {
     nats = undefined
   })
 
-  it("a row whose retry comes due while the writer must reload its batch from the hung log waits for the log, and the batch completes", async () => {
+  /** nats-server, the simulator and Sluice on a TestClock with this lease TTL, and a batch of `rows` created. */
+  const startWith = async (leaseTtlMs: number, rows: ReadonlyArray<object>) => {
     nats = await startNatsServer()
     sim = await startSimulator()
     sluice = await startSluice({
       natsUrl: nats.url,
       models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 600_000 }],
       testClock: {},
-      // The model's lease (on the wall clock) outlives the freeze: its owner keeps the model, so a's
-      // retry has to wait for the writer's reload rather than for a new owner.
-      env: { SLUICE_LEASE_TTL_MS: "120000" },
+      env: { SLUICE_LEASE_TTL_MS: String(leaseTtlMs) },
     })
     const api = client(sluice.url)
-    const created = await api.call("POST", "/v1/batches", {
-      requests: [chatRow("a", `first ${simDirective.fail(1, 500)}`), chatRow("b", `second ${simDirective.latency(1_500)}`)],
-    })
+    const created = await api.call("POST", "/v1/batches", { requests: rows })
     expect(created.status).toBe(200)
-    const id = created.body.id as string
+    return { api, id: created.body.id as string }
+  }
+
+  it("a row whose retry comes due while the writer must reload its batch from the hung log waits for the log, and the batch completes", async () => {
+    // The model's lease (on the wall clock) outlives the freeze: its owner keeps the model, so a's
+    // retry has to wait for the writer's reload rather than for a new owner.
+    const { api, id } = await startWith(120_000, [chatRow("a", `first ${simDirective.fail(1, 500)}`), chatRow("b", `second ${simDirective.latency(1_500)}`)])
+    if (nats === undefined || sluice === undefined) throw new Error("not started")
     const row = async (customId: string) => (await api.allResults(id)).find((r) => r.custom_id === customId)
 
     // a failed once and waits for its retry (on the TestClock); b's start is stored and its call is at the model.
@@ -83,20 +87,12 @@ describe("a hung event log", () => {
     expect(terminalsPerRow(log, 2)).toEqual([1, 1])
   })
   it("a log hung for longer than the lease: the owner loses the model, takes it back once the log answers, and every row settles once", async () => {
-    nats = await startNatsServer()
-    sim = await startSimulator()
-    sluice = await startSluice({
-      natsUrl: nats.url,
-      models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 600_000 }],
-      testClock: {},
-      env: { SLUICE_LEASE_TTL_MS: "2000" },
-    })
-    const api = client(sluice.url)
-    const created = await api.call("POST", "/v1/batches", {
-      requests: [chatRow("a", `first ${simDirective.fail(1, 500)}`), chatRow("b", `second ${simDirective.latency(1_500)}`), chatRow("c", "third")],
-    })
-    expect(created.status).toBe(200)
-    const id = created.body.id as string
+    const { api, id } = await startWith(2_000, [
+      chatRow("a", `first ${simDirective.fail(1, 500)}`),
+      chatRow("b", `second ${simDirective.latency(1_500)}`),
+      chatRow("c", "third"),
+    ])
+    if (nats === undefined || sluice === undefined) throw new Error("not started")
     const row = async (customId: string) => (await api.allResults(id)).find((r) => r.custom_id === customId)
     await waitFor("a to wait for its retry and b to run", async () => {
       const [a, b] = [await row("a"), await row("b")]
