@@ -21,6 +21,14 @@ export interface Sizes {
   readonly b7Batches: number
   readonly b7Rows: number
   readonly b7SettleMs: number
+  readonly b12Readers: number
+  /** Each reader's pause between one answer and its next request. */
+  readonly b12PauseMs: number
+  readonly b13Batches: number
+  readonly b13Rows: number
+  /** Rows completed before B13 starts its window, and the window's rows. */
+  readonly b13SteadyRows: number
+  readonly b13WindowRows: number
 }
 
 const MiB = 1024 * 1024
@@ -44,6 +52,12 @@ export const FULL: Sizes = {
   b7Batches: 10,
   b7Rows: 50_000,
   b7SettleMs: 3_000,
+  b12Readers: 200,
+  b12PauseMs: 250,
+  b13Batches: 20,
+  b13Rows: 50_000,
+  b13SteadyRows: 2_000,
+  b13WindowRows: 15_000,
 }
 
 export const QUICK: Sizes = {
@@ -64,6 +78,12 @@ export const QUICK: Sizes = {
   b7Batches: 2,
   b7Rows: 5_000,
   b7SettleMs: 1_000,
+  b12Readers: 200,
+  b12PauseMs: 250,
+  b13Batches: 20,
+  b13Rows: 2_500,
+  b13SteadyRows: 200,
+  b13WindowRows: 1_500,
 }
 
 export interface Running {

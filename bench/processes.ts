@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, fork, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { serverEnv } from "../src/config/serverEnv.js"
+import type { ReadersDone, ReadersStart, ReadersWarm } from "./readers.js"
 import { type NatsServer, startNatsServer, stopProcess } from "../test/support/natsServer.js"
 import { freePort } from "../test/support/ports.js"
 
@@ -196,5 +197,49 @@ export const sampleRss = (pid: number, everyMs = 100) => {
       peakKb = Math.max(peakKb, statusKb(pid, "VmRSS") ?? 0)
       return { sampledMb: (peakKb * 1024) / MB, highWaterMb: highWaterMb(pid) }
     },
+  }
+}
+
+export interface Readers {
+  /** Opens every reader's keep-alive socket to this Sluice, unmeasured: before `run`, so no connect lands in a latency. */
+  readonly warm: (warm: Omit<ReadersWarm, "type">) => Promise<void>
+  /** Starts the warmed readers on a batch; `stop` answers once they have all stopped. */
+  readonly run: (start: Omit<ReadersStart, "type">) => { readonly stop: () => Promise<ReadersDone> }
+  readonly close: () => Promise<void>
+}
+
+/** B12's readers (bench/readers.ts) in their own node process, driven over IPC. */
+export const startReaders = async (): Promise<Readers> => {
+  const child = fork(join(repoRoot, "bench/readers.ts"), [], { cwd: repoRoot, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] })
+  const close = onCleanup(() => stopProcess(child))
+  const next = () =>
+    new Promise<ReadersDone | { type: "ready" | "warm" }>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the readers' process exited (${code})`))
+      child.once("exit", onExit)
+      child.once("message", (m: ReadersDone | { type: "ready" | "warm" }) => {
+        child.off("exit", onExit)
+        resolve(m)
+      })
+    })
+  await next()
+  return {
+    warm: async (warm) => {
+      const done = next()
+      child.send({ type: "warm", ...warm } satisfies ReadersWarm)
+      if ((await done).type !== "warm") throw new Error("the readers did not warm up")
+    },
+    run: (start) => {
+      const done = next()
+      child.send({ type: "start", ...start } satisfies ReadersStart)
+      return {
+        stop: async () => {
+          child.send({ type: "stop" })
+          const m = await done
+          if (m.type !== "done") throw new Error(`the readers answered ${m.type}`)
+          return m
+        },
+      }
+    },
+    close,
   }
 }

@@ -23,6 +23,8 @@ import { b8BullMq } from "./scenarios/b8BullMq.js"
 import { b9MetricsCost } from "./scenarios/b9MetricsCost.js"
 import { b10EtaAccuracy } from "./scenarios/b10EtaAccuracy.js"
 import { b11ChainCost } from "./scenarios/b11ChainCost.js"
+import { b12ReadersDuringDispatch } from "./scenarios/b12ReadersDuringDispatch.js"
+import { b13DeepQueue } from "./scenarios/b13DeepQueue.js"
 import { b14ScaleOut } from "./scenarios/b14ScaleOut.js"
 import { renderTable } from "./table.js"
 
@@ -37,7 +39,7 @@ Needs nats-server (on PATH or /usr/sbin/nats-server); B8 needs Redis on 127.0.0.
 Writes bench/results/latest.json.`
 
 // The order shares work: B5 reads B1's batch, B1–B5 and B9 share one Sluice, B8 pairs with B2.
-const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b11ChainCost, b14ScaleOut, b7Memory, b6Rebuild]
+const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b12ReadersDuringDispatch, b11ChainCost, b14ScaleOut, b7Memory, b13DeepQueue, b6Rebuild]
 
 const { values } = parseArgs({
   options: {
