@@ -1,10 +1,11 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as BatchWriter from "../src/actors/BatchWriter.js"
 import type { BatchCommand } from "../src/domain/batch/decide.js"
+import { EventLog } from "../src/eventlog/EventLog.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
 import * as Projector from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
@@ -104,5 +105,59 @@ describe("the batch writer", () => {
       settled.find((v) => v.labels.model === model && v.labels.outcome === outcome)?.value ?? 0
     expect(count("m1", "cancelled")).toBe(1)
     expect(count("m2", "cancelled")).toBe(2)
+  })
+})
+
+describe("the batch writer's reads of a batch from the log", () => {
+  it("a caller interrupted while the batch is being read does not leave the read pending for the next caller", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
+    try {
+      await Effect.runPromise(
+        Effect.scoped(
+          Effect.gen(function* () {
+            // The log's reads wait at a gate while `held` is set: a log that has stopped answering.
+            let held: Deferred.Deferred<void> | undefined
+            const gated = Layer.effect(
+              EventLog,
+              Effect.map(EventLog, (inner) => ({
+                ...inner,
+                read: (filter: string, fromSeq: number, options?: Parameters<typeof inner.read>[2]) =>
+                  Stream.unwrap(Effect.as(held === undefined ? Effect.void : Deferred.await(held), inner.read(filter, fromSeq, options))),
+              })),
+            ).pipe(Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })))
+            const context = yield* Layer.build(
+              BatchWriter.Live.pipe(
+                Layer.provideMerge(Projector.Live),
+                Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
+                Layer.provideMerge(gated),
+                Layer.provideMerge(Metrics.live),
+                Layer.provide(InstanceId.layer("test")),
+              ),
+            )
+            const writer = Context.get(context, BatchWriter.BatchWriter)
+            const { batchId } = yield* writer.create({
+              accountId: "acc",
+              keyId: "key",
+              completionWindowMs: 86_400_000,
+              metadata: null,
+              requests: [0, 1].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
+            })
+            held = yield* Deferred.make<void>()
+            writer.invalidate(batchId)
+            // The first caller starts the read and is interrupted while the log holds it (its actor stopped).
+            const first = yield* Effect.fork(writer.executeRow(batchId, { type: "StartRow", row: 0, at: 1 }, lane))
+            yield* Effect.sleep("50 millis")
+            yield* Fiber.interrupt(first)
+            yield* Deferred.succeed(held, undefined)
+            held = undefined
+            // The next caller gets the batch: the read went on without the caller that started it.
+            const next = yield* writer.executeRow(batchId, { type: "StartRow", row: 1, at: 2 }, lane).pipe(Effect.timeout("5 seconds"))
+            expect(next.events.map((e) => e.type)).toContain("row_started")
+          }),
+        ),
+      )
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

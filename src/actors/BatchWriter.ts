@@ -176,21 +176,26 @@ export const Live = Layer.effect(
         const done = Deferred.unsafeMake<Entry, LogUnavailable>(FiberId.none)
         loads.set(batchId, done)
         live.delete(batchId)
-        return loadBatchFromLog(log, batchId).pipe(
-          Effect.map(({ state, owner, rowModels, tips }): Entry => {
-            lanes.learn(batchId, owner?.models ?? [], tips)
-            const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
-            live.set(batchId, loaded)
-            return loaded
-          }),
-          Effect.exit,
-          Effect.flatMap((exit) =>
-            Effect.suspend(() => {
-              loads.delete(batchId)
-              return Effect.zipRight(Deferred.done(done, exit), exit)
+        // The read is the writer's, not its first caller's: on a fiber of its own, so a caller interrupted
+        // meanwhile (an actor stopped as its lease is lost) cannot leave the batch's read pending for good.
+        Runtime.runFork(runtime)(
+          loadBatchFromLog(log, batchId).pipe(
+            Effect.map(({ state, owner, rowModels, tips }): Entry => {
+              lanes.learn(batchId, owner?.models ?? [], tips)
+              const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
+              live.set(batchId, loaded)
+              return loaded
             }),
+            Effect.exit,
+            Effect.flatMap((exit) =>
+              Effect.suspend(() => {
+                loads.delete(batchId)
+                return Deferred.done(done, exit)
+              }),
+            ),
           ),
         )
+        return Deferred.await(done)
       })
 
     const entry = (batchId: string): Effect.Effect<Entry, LogUnavailable> =>
