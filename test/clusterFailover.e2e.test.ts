@@ -166,8 +166,20 @@ describe("three instances on a three-node NATS cluster", () => {
     expect(statuses.every((s) => s === 200 || s === 429 || s === 503)).toBe(true)
 
     for (const model of MODELS) expect(sims.get(model)!.stats().maxInFlight).toBeLessThanOrEqual(SLOTS)
+    // The test's own reads of the stream: a JetStream request to a node restarted a moment ago may
+    // time out while the cluster settles, so each read is tried a few times.
+    const logOf = async (batchId: string) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await storedEvents({ dataDir: alive()[0]!.dataDir, natsUrl: cluster!.url }, batchId)
+        } catch (error) {
+          if (attempt >= 5) throw error
+          await sleep(1_000)
+        }
+      }
+    }
     for (const batch of batches) {
-      const log = await storedEvents({ dataDir: alive()[0]!.dataDir, natsUrl: cluster.url }, batch.id)
+      const log = await logOf(batch.id)
       // No result written twice, none lost.
       expect(terminalsPerRow(log, batch.total)).toEqual(Array.from({ length: batch.total }, () => 1))
       const starts = new Map<number, number>()
@@ -177,7 +189,7 @@ describe("three instances on a three-node NATS cluster", () => {
     // Fencing: on each lane, no window of an older lease follows one of a newer lease (the paused owner
     // woke up and wrote nothing after the new owner's claim).
     for (const batch of batches) {
-      const log = await storedEvents({ dataDir: alive()[0]!.dataDir, natsUrl: cluster.url }, batch.id)
+      const log = await logOf(batch.id)
       const newest = new Map<string, number>()
       for (const e of log) {
         if (e.lease === undefined) continue
