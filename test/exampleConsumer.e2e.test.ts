@@ -70,7 +70,8 @@ describe("the example durable consumer", () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it("receives every message of a batch exactly once, in order and whole, with sound chains, across its own kill and a nats-server restart", async () => {
+  // Its waits are bounded one by one (up to 30 + 30 + 60 + 120 + 60 s); the suite's 60 s default is less than their sum.
+  it("receives every message of a batch exactly once, in order and whole, with sound chains, across its own kill and a nats-server restart", { timeout: 300_000 }, async () => {
     startConsumer()
     const api = client(sluice.url)
     const rows = [
