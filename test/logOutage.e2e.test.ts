@@ -47,18 +47,21 @@ describe("a hung event log", () => {
     return { api, id: created.body.id as string }
   }
 
+  /** Row a has failed once and waits for its retry, while row b's call is at the model. */
+  const retryWaitsWhileAnotherRuns = (api: ReturnType<typeof client>, id: string) =>
+    waitFor("a to wait for its retry and b to run", async () => {
+      const results = await api.allResults(id)
+      const [a, b] = [results.find((r) => r.custom_id === "a"), results.find((r) => r.custom_id === "b")]
+      return a?.status === "queued" && a.error !== null && b?.status === "running"
+    })
+
   it("a row whose retry comes due while the writer must reload its batch from the hung log waits for the log, and the batch completes", async () => {
     // The model's lease (on the wall clock) outlives the freeze: its owner keeps the model, so a's
     // retry has to wait for the writer's reload rather than for a new owner.
     const { api, id } = await startWith(120_000, [chatRow("a", `first ${simDirective.fail(1, 500)}`), chatRow("b", `second ${simDirective.latency(1_500)}`)])
     if (nats === undefined || sluice === undefined) throw new Error("not started")
-    const row = async (customId: string) => (await api.allResults(id)).find((r) => r.custom_id === customId)
-
     // a failed once and waits for its retry (on the TestClock); b's start is stored and its call is at the model.
-    await waitFor("a to wait for its retry and b to run", async () => {
-      const [a, b] = [await row("a"), await row("b")]
-      return a?.status === "queued" && a.error !== null && b?.status === "running"
-    })
+    await retryWaitsWhileAnotherRuns(api, id)
     await nats.freeze(true)
     // b's result cannot be stored: its append times out, and the writer drops the batch's state.
     await waitFor("b's result to wait for the log", () => /row 1 of batch_\w+ waits for the event log: /.test(sluice!.output()))
@@ -93,11 +96,7 @@ describe("a hung event log", () => {
       chatRow("c", "third"),
     ])
     if (nats === undefined || sluice === undefined) throw new Error("not started")
-    const row = async (customId: string) => (await api.allResults(id)).find((r) => r.custom_id === customId)
-    await waitFor("a to wait for its retry and b to run", async () => {
-      const [a, b] = [await row("a"), await row("b")]
-      return a?.status === "queued" && a.error !== null && b?.status === "running"
-    })
+    await retryWaitsWhileAnotherRuns(api, id)
     await nats.freeze(true)
     await waitFor("the lease to be lost", () => /lease of glm-5.3-flash lost/.test(sluice!.output()))
     await sluice.adjust(60_000)
