@@ -79,7 +79,12 @@ describe("an account's concurrent-request slots hold over several instances", ()
     return apis
   }
 
-  const shareOneAccount = async (model: string, upstream: Simulator) => {
+  /**
+   * `logMayBlink`: just after a restart of nats-server an instance may find its log away a moment after
+   * it first answered ready (a consumer it is recreating times out); an interactive request is then
+   * refused 503 with Retry-After, which a client retries, as the contract says.
+   */
+  const shareOneAccount = async (model: string, upstream: Simulator, logMayBlink = false) => {
     const apis = await limitedAccount()
 
     const batches = await Promise.all(
@@ -100,6 +105,12 @@ describe("an account's concurrent-request slots hold over several instances", ()
             model,
             messages: [{ role: "user", content: `interactive ${i}.${lane}.${n}` }],
           })
+          if (answer.status === 503 && logMayBlink) {
+            expect(answer.headers.get("retry-after"), answer.text).not.toBeNull()
+            expect(answer.text).toMatch(/event log/)
+            await new Promise((r) => setTimeout(r, 200))
+            continue
+          }
           answered[i]!.set(answer.status, (answered[i]!.get(answer.status) ?? 0) + 1)
           if (answer.status === 429) await new Promise((r) => setTimeout(r, 30))
         }
@@ -136,7 +147,7 @@ describe("an account's concurrent-request slots hold over several instances", ()
     for (const s of sluices) {
       await waitFor("every instance is ready again", async () => (await fetch(`${s.url}/readyz`).catch(() => undefined))?.status === 200, { timeoutMs: 60_000 })
     }
-    const most = await shareOneAccount(AFTER_MODEL, afterSim)
+    const most = await shareOneAccount(AFTER_MODEL, afterSim, true)
     expect(most).toBeLessThanOrEqual(CONCURRENCY + (INSTANCES - 1) * UNACKED_GROWTH)
     expect(most).toBeGreaterThanOrEqual(CONCURRENCY)
   }, 180_000)

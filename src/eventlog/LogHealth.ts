@@ -24,12 +24,17 @@ export const watched = <E, R>(inner: Layer.Layer<EventLog, E, R>): Layer.Layer<E
     Effect.gen(function* () {
       const log = yield* EventLog
       let down: string | undefined
+      // Only the changes are logged: an operator sees when the log went away, why, and when it came back.
       const markDown = (e: LogUnavailable) =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
+          const was = down
           down = e.message
+          return was === undefined ? Effect.logWarning(`the event log is unavailable: ${e.message}`) : Effect.void
         })
-      const markUp = Effect.sync(() => {
+      const markUp = Effect.suspend(() => {
+        const was = down
         down = undefined
+        return was === undefined ? Effect.void : Effect.logInfo("the event log is reachable again")
       })
       const onFailure = <A, Err>(effect: Effect.Effect<A, Err>) =>
         Effect.tapError(effect, (e) => (isUnavailable(e) ? markDown(e) : Effect.void))

@@ -38,6 +38,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
     const freeRounds = new Map<string, number>()
     let lastRecords: ReadonlyArray<LeaseRecord> = []
     let lastRound = 0
+    let lastInstances: ReadonlyArray<string> = []
 
     const hold = (record: LeaseRecord, sentAt: number): HeldLease => {
       const lease: HeldLease = {
@@ -80,8 +81,14 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
 
     const round = Effect.gen(function* () {
       yield* renewAll
-      yield* store.announce(me)
-      const [instances, records] = yield* Effect.all([store.instances, store.leases])
+      // The instances have a bucket of their own, whose stream may be electing a leader while the leases' is not.
+      yield* store.announce(me).pipe(Effect.catchAll((e) => Effect.logWarning(`lease round: cannot say this instance is alive (${e.message})`)))
+      const records = yield* store.leases(options.models)
+      // The list of instances only spreads the models; a stale one for a round still lets a free lease be taken.
+      const instances = yield* store.instances.pipe(
+        Effect.tap((now) => Effect.sync(() => (lastInstances = now))),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning(`lease round: the list of instances is unavailable (${e.message}); using the last one`), lastInstances)),
+      )
       lastRecords = records
       lastRound = Date.now()
       const holders = new Map(records.map((r) => [r.model, r.owner]))

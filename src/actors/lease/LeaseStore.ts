@@ -25,7 +25,8 @@ export interface LeaseStoreShape {
   readonly renew: (lease: LeaseRecord) => Effect.Effect<number | undefined, LogUnavailable>
   /** Gives the lease up, if it is still this one, so that another instance takes it at once. */
   readonly release: (lease: LeaseRecord) => Effect.Effect<void, LogUnavailable>
-  readonly leases: Effect.Effect<ReadonlyArray<LeaseRecord>, LogUnavailable>
+  /** The leases of these models that someone holds. */
+  readonly leases: (models: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<LeaseRecord>, LogUnavailable>
   /** This instance is alive (renewed with the leases) / is stopping. */
   readonly announce: (instance: string) => Effect.Effect<void, LogUnavailable>
   readonly withdraw: (instance: string) => Effect.Effect<void, LogUnavailable>

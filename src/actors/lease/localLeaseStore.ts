@@ -35,7 +35,7 @@ export const layer = (ttlMs: number) =>
           Effect.sync(() => {
             if (held.get(lease.model)?.revision === lease.revision) held.delete(lease.model)
           }),
-        leases: Effect.sync(() => [...held.values()]),
+        leases: (models) => Effect.sync(() => [...held.values()].filter((lease) => models.includes(lease.model))),
         announce: (instance) => Effect.sync(() => void me.add(instance)),
         withdraw: (instance) => Effect.sync(() => void me.delete(instance)),
         instances: Effect.sync(() => [...me]),

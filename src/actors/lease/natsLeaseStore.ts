@@ -1,4 +1,5 @@
-import { Kvm, type KV } from "@nats-io/kv"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
+import { Kvm, type KV, type KvEntry } from "@nats-io/kv"
 import { connect } from "@nats-io/transport-node"
 import { Data, Effect, Layer } from "effect"
 import { laneToken } from "../../domain/batch/subjects.js"
@@ -64,12 +65,21 @@ export const layer = (options: NatsLeaseStoreOptions) =>
           try: () => kvm.create(name, { ttl: options.ttlMs, history: 1, replicas: options.replicas ?? 1 }),
           catch: unavailable(`cannot open the KV bucket ${name}`),
         })
-      const leases: KV = yield* bucket(LEASES)
-      const instances: KV = yield* bucket(INSTANCES)
-      for (const [name, kv] of [[LEASES, leases], [INSTANCES, instances]] as const) {
-        const { ttl } = yield* Effect.tryPromise({ try: () => kv.status(), catch: unavailable(`cannot read the KV bucket ${name}`) })
-        if (ttl !== options.ttlMs) return yield* Effect.fail(new LeaseTtlMismatch({ bucket: name, bucketTtlMs: ttl, ttlMs: options.ttlMs }))
-      }
+      // Made (in replicas, which takes a while) with JetStream's default timeout; used with a short one,
+      // so that a request the store does not answer fails within a round rather than after 5 s, and the
+      // next round tries again while the lease is still valid.
+      const timeout = Math.max(1_000, Math.floor(options.ttlMs / 3))
+      const quick = new Kvm(jetstream(nc, { timeout }))
+      const opened = (name: string) =>
+        Effect.gen(function* () {
+          const made = yield* bucket(name)
+          const status = yield* Effect.tryPromise({ try: () => made.status(), catch: unavailable(`cannot read the KV bucket ${name}`) })
+          if (status.ttl !== options.ttlMs) return yield* Effect.fail(new LeaseTtlMismatch({ bucket: name, bucketTtlMs: status.ttl, ttlMs: options.ttlMs }))
+          const allow_direct = status.streamInfo.config.allow_direct
+          return yield* Effect.tryPromise({ try: () => quick.open(name, { allow_direct }), catch: unavailable(`cannot open the KV bucket ${name}`) })
+        })
+      const leases: KV = yield* opened(LEASES)
+      const instances: KV = yield* opened(INSTANCES)
       const keyOf = (model: string) => laneToken(model)
       const encode = (value: Stored) => JSON.stringify(value)
       const call = <A>(what: string, f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: unavailable(what) })
@@ -78,15 +88,17 @@ export const layer = (options: NatsLeaseStoreOptions) =>
           Effect.catchIf((e): e is "conflict" => e === "conflict", () => Effect.succeed(undefined)),
         )
 
-      const list = (kv: KV) =>
-        call("cannot list the leases", async () => {
-          const entries = []
-          for await (const key of await kv.keys()) {
-            const entry = await kv.get(key)
-            if (entry !== null && entry.operation === "PUT") entries.push(entry)
-          }
-          return entries
-        })
+      // Read with single requests (a direct get answers from any replica), not with `kv.keys()`: that
+      // one waits on a push consumer's deliveries, and one whose stream is changing leader (a NATS node
+      // restarting) or whose last message aged out waits for a heartbeat, longer than a lease lasts.
+      const present = (entries: ReadonlyArray<KvEntry | null>) => entries.filter((entry): entry is KvEntry => entry?.operation === "PUT")
+      const jsm = yield* Effect.tryPromise({ try: () => jetstreamManager(nc, { timeout }), catch: unavailable("JetStream is unavailable for the leases") })
+      const listInstances = call("cannot list the instances", async () => {
+        const prefix = `$KV.${INSTANCES}.`
+        const info = await jsm.streams.info(`KV_${INSTANCES}`, { subjects_filter: `${prefix}>` })
+        const keys = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length))
+        return present(await Promise.all(keys.map((key) => instances.get(key))))
+      })
 
       return LeaseStore.of({
         ttlMs: options.ttlMs,
@@ -103,15 +115,16 @@ export const layer = (options: NatsLeaseStoreOptions) =>
               await leases.delete(keyOf(lease.model), { previousSeq: entry.revision })
             }
           }).pipe(Effect.catchIf((e) => isConflict(e.cause), () => Effect.void)),
-        leases: Effect.map(list(leases), (entries) =>
-          entries.map((entry): LeaseRecord => {
+        leases: (models) =>
+          call("cannot read the leases", async () => present(await Promise.all(models.map((model) => leases.get(keyOf(model)))))).pipe(
+            Effect.map((entries) => entries.map((entry): LeaseRecord => {
             const stored = entry.json<Stored>()
-            return { ...stored, renewedAt: entry.created.getTime(), revision: entry.revision }
-          }),
-        ),
+              return { ...stored, renewedAt: entry.created.getTime(), revision: entry.revision }
+            })),
+          ),
         announce: (instance) => call("cannot announce this instance", () => instances.put(keyOf(instance), instance)).pipe(Effect.asVoid),
         withdraw: (instance) => call("cannot withdraw this instance", () => instances.delete(keyOf(instance))),
-        instances: Effect.map(list(instances), (entries) => entries.map((entry) => entry.string())),
+        instances: Effect.map(listInstances, (entries) => entries.map((entry) => entry.string())),
       })
     }),
   )
