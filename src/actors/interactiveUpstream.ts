@@ -41,39 +41,47 @@ export const openUpstream = (model: ModelEntry, payload: string): Effect.Effect<
     const url = new URL(`${model.upstreamUrl}/chat/completions`)
     const bytes = Buffer.from(payload)
     let answered: http.IncomingMessage | undefined
-    const request = (url.protocol === "https:" ? https : http).request(
-      url,
-      {
-        method: "POST",
-        agent: agentFor(url),
-        headers: {
-          "content-type": "application/json",
-          "content-length": bytes.length,
-          ...(model.apiKey === undefined ? {} : { authorization: `Bearer ${model.apiKey}` }),
+    let current: http.ClientRequest | undefined
+    const send = (firstTry: boolean) => {
+      const request = (url.protocol === "https:" ? https : http).request(
+        url,
+        {
+          method: "POST",
+          agent: agentFor(url),
+          headers: {
+            "content-type": "application/json",
+            "content-length": bytes.length,
+            ...(model.apiKey === undefined ? {} : { authorization: `Bearer ${model.apiKey}` }),
+          },
         },
-      },
-      (response) => {
-        answered = response
-        resume(Effect.succeed({ status: response.statusCode ?? 502, headers: response.headers, body: response }))
-      },
-    )
-    request.setTimeout(model.timeoutMs, () => {
-      if (answered !== undefined) silenced.add(answered)
-      request.destroy(new IdleTimeout())
-    })
-    request.on("error", (error) => {
-      // Once answered, a failure surfaces on the body, where its reader handles it.
-      if (answered !== undefined) return
-      resume(
-        Effect.fail(
-          error instanceof IdleTimeout
-            ? new UpstreamFailed({ timedOut: true, message: `The model server did not answer within ${model.timeoutMs} ms` })
-            : new UpstreamFailed({ timedOut: false, message: `The model server could not be reached: ${error.message}` }),
-        ),
+        (response) => {
+          answered = response
+          resume(Effect.succeed({ status: response.statusCode ?? 502, headers: response.headers, body: response }))
+        },
       )
-    })
-    request.end(bytes)
-    return Effect.sync(() => request.destroy())
+      current = request
+      request.setTimeout(model.timeoutMs, () => {
+        if (answered !== undefined) silenced.add(answered)
+        request.destroy(new IdleTimeout())
+      })
+      request.on("error", (error) => {
+        // Once answered, a failure surfaces on the body, where its reader handles it.
+        if (answered !== undefined) return
+        // A kept-alive socket the server closed while it sat idle (its keep-alive timeout passed, or this
+        // process was paused) resets before the server reads the request: sent again on a fresh one.
+        if (firstTry && request.reusedSocket && (error as NodeJS.ErrnoException).code === "ECONNRESET") return send(false)
+        resume(
+          Effect.fail(
+            error instanceof IdleTimeout
+              ? new UpstreamFailed({ timedOut: true, message: `The model server did not answer within ${model.timeoutMs} ms` })
+              : new UpstreamFailed({ timedOut: false, message: `The model server could not be reached: ${error.message}` }),
+          ),
+        )
+      })
+      request.end(bytes)
+    }
+    send(true)
+    return Effect.sync(() => current?.destroy())
   })
 
 export const brokenOff = (body: http.IncomingMessage) =>
