@@ -1,22 +1,11 @@
 import { atLeast, figure } from "../figures.js"
-import { ADMIN_TOKEN, MODELS, startSluice } from "../processes.js"
+import { UNFINISHED_PER_ACCOUNT, accountsFor } from "../accounts.js"
+import { MODELS, startSluice } from "../processes.js"
 import { batchBody, smallRows } from "../rows.js"
 import type { Scenario } from "../scenario.js"
-import { type SluiceApi, sluiceApi } from "../sluiceApi.js"
+import type { SluiceApi } from "../sluiceApi.js"
 
-/** The service's default limit of unfinished batches per account. */
-const UNFINISHED_PER_ACCOUNT = 10
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const adminPost = async <A>(baseUrl: string, path: string, body: unknown): Promise<A> => {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  })
-  if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`)
-  return (await response.json()) as A
-}
 
 /** Completed rows across every batch of these accounts (one list call each). */
 const completedRows = async (apis: ReadonlyArray<SluiceApi>): Promise<number> => {
@@ -55,13 +44,9 @@ export const b13DeepQueue: Scenario = {
     const deep: Array<number> = []
     for (let t = 0; t < trials; t++) {
       const sluice = await startSluice({ models: [{ id: MODELS.queued, upstream_url: sim.url, batch_concurrency: slots }] })
-      const apis = [sluiceApi(sluice.url)]
+      let apis: Array<SluiceApi> = []
       try {
-        for (let a = 1; a < Math.ceil(b13Batches / UNFINISHED_PER_ACCOUNT); a++) {
-          const id = `bench-b13-${a}`
-          await adminPost(sluice.url, "/admin/v1/accounts", { id, tier: "internal" })
-          apis.push(sluiceApi(sluice.url, (await adminPost<{ key: string }>(sluice.url, `/admin/v1/accounts/${id}/keys`, {})).key))
-        }
+        apis = await accountsFor(sluice.url, b13Batches, "bench-b13")
         const first = await apis[0]!.create(shallowBody)
         shallow.push(await windowRate(apis, b13SteadyRows, b13WindowRows))
         await apis[0]!.waitFinal(first.id, 100)

@@ -4,6 +4,7 @@ import { BatchWriter } from "../actors/BatchWriter.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
+import { sharedNextRun } from "../eventlog/sharedNextRun.js"
 import { batchAsOf } from "../projections/asOf.js"
 import { type BatchRow, batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
@@ -36,7 +37,9 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
      * be stale. With several instances on the log, the read model first catches up with the log's head
      * (bounded), so a call answers what any instance's call wrote before it began.
      */
-    const caughtUp = Effect.flatMap(log.lastSeq, (head) => Effect.timeoutOption(projector.awaitSeq(head), FRESH_READ_WAIT)).pipe(
+    // Hundreds of readers at once ask the log for its head once or twice, not once each.
+    const head = sharedNextRun(log.lastSeq)
+    const caughtUp = Effect.flatMap(head, (head) => Effect.timeoutOption(projector.awaitSeq(head), FRESH_READ_WAIT)).pipe(
       Effect.mapError(logDown),
       Effect.asVoid,
     )

@@ -1,0 +1,81 @@
+import { Effect, Fiber, TestClock, TestContext } from "effect"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import { sharedNextRun } from "../../src/eventlog/sharedNextRun.js"
+
+/**
+ * Callers arrive at drawn instants; each run lasts a drawn time and answers its own number. A caller
+ * must get the answer of a run that started after it arrived (a head read before a write it made would
+ * break read-your-writes), runs never overlap, and there are never more runs than callers.
+ */
+describe("sharedNextRun", () => {
+  it("answers each caller from a run that started after it arrived, one run at a time", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 1, maxLength: 30 }),
+        fc.array(fc.integer({ min: 1, max: 20 }), { minLength: 1, maxLength: 30 }),
+        async (arrivals, durations) => {
+          const program = Effect.gen(function* () {
+            let started = 0
+            let running = 0
+            let overlapped = false
+            const run = Effect.gen(function* () {
+              const n = ++started
+              running++
+              if (running > 1) overlapped = true
+              yield* Effect.sleep(`${durations[(n - 1) % durations.length]!} millis`)
+              running--
+              return n
+            })
+            const shared = sharedNextRun(run)
+            const callers = yield* Effect.forEach(arrivals, (at) =>
+              Effect.fork(
+                Effect.gen(function* () {
+                  yield* Effect.sleep(`${at} millis`)
+                  const before = started
+                  const answer = yield* shared
+                  return { before, answer }
+                }),
+              ),
+            )
+            yield* TestClock.adjust("10 seconds")
+            const seen = yield* Effect.forEach(callers, Fiber.join)
+            return { seen, started, overlapped }
+          })
+          const { seen, started, overlapped } = await Effect.runPromise(program.pipe(Effect.provide(TestContext.TestContext)))
+          expect(overlapped).toBe(false)
+          for (const { before, answer } of seen) expect(answer).toBeGreaterThan(before)
+          expect(started).toBeLessThanOrEqual(arrivals.length)
+          // Callers that arrive together share: with all at one instant, a single run answers them all.
+          if (new Set(arrivals).size === 1) expect(started).toBe(1)
+        },
+      ),
+      { numRuns: 100 },
+    )
+  })
+
+  it("passes a run's failure to every caller that joined it, and a later caller gets a new run", async () => {
+    const program = Effect.gen(function* () {
+      let calls = 0
+      const shared = sharedNextRun(
+        Effect.suspend(() => {
+          const n = ++calls
+          return Effect.zipRight(Effect.sleep("10 millis"), n === 2 ? Effect.fail("away" as const) : Effect.succeed(n))
+        }),
+      )
+      const first = yield* Effect.fork(shared)
+      yield* TestClock.adjust("1 millis")
+      // Both arrive while the first run is under way: they share the second, which fails.
+      const joined = yield* Effect.forEach([1, 2], () => Effect.fork(Effect.either(shared)))
+      yield* TestClock.adjust("30 millis")
+      const later = yield* Effect.fork(shared)
+      yield* TestClock.adjust("30 millis")
+      return { first: yield* Fiber.join(first), joined: yield* Effect.forEach(joined, Fiber.join), later: yield* Fiber.join(later), calls }
+    })
+    const seen = await Effect.runPromise(program.pipe(Effect.provide(TestContext.TestContext)))
+    expect(seen.first).toBe(1)
+    expect(seen.joined.map((e) => e._tag)).toEqual(["Left", "Left"])
+    expect(seen.later).toBe(3)
+    expect(seen.calls).toBe(3)
+  })
+})
