@@ -1,13 +1,12 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Layer, Logger, Option } from "effect"
+import { loggerLayer } from "./logLines.js"
 import { appLayer, logBackend } from "./app.js"
 import { SluiceConfig } from "./config/Config.js"
 import { startupFailureLine } from "./startupFailure.js"
 import { testClock } from "./testClockControl.js"
 import { benchWithoutChain } from "./benchSwitches.js"
 
-// `text` is one logfmt line per entry; `pretty` spreads its annotations over several lines, for a terminal.
-const loggers = { text: Logger.logFmt, json: Logger.json, pretty: Logger.pretty }
 
 /** A start-up failure an operator can fix is one line on stderr; anything else is shown whole. */
 const report = (cause: Cause.Cause<unknown>, config: SluiceConfig | undefined) =>
@@ -32,7 +31,7 @@ const program = Effect.gen(function* () {
         }),
       ),
     ).pipe(Effect.tapErrorCause((cause) => report(cause, config)))
-  }).pipe(Effect.provide(loggers[config.logFormat]), Logger.withMinimumLogLevel(config.logLevel))
+  }).pipe(Effect.provide(loggerLayer(config.logFormat)), Logger.withMinimumLogLevel(config.logLevel))
 }).pipe(Effect.scoped)
 
 NodeRuntime.runMain(program, { disablePrettyLogger: true, disableErrorReporting: true })
