@@ -90,7 +90,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })),
     onActorClock(WebhookDeliverer.layer),
   ).pipe(
-    Layer.provideMerge(onActorClock(Dispatcher.Live)),
+    Layer.provideMerge(onActorClock(Dispatcher.Live).pipe(Layer.provide(Layer.succeed(Dispatcher.RunsModels, config.runModels)))),
     Layer.provideMerge(
       Layer.merge(onActorClock(Admission.live), onActorClock(ModelLoad.live)).pipe(Layer.provide(loadSharingLayer(config))),
     ),

@@ -157,4 +157,8 @@ describe("start-up failures are one clear line", () => {
   it("a setting that is not a number", async () => {
     expectOneLine(await start({ SLUICE_PORT: "eighty" }), /^sluice: Invalid data at SLUICE_PORT: .*: fix the variable/)
   })
+
+  it("an instance that runs no models on the embedded log, where it would be the only one", async () => {
+    expectOneLine(await start({ SLUICE_RUN_MODELS: "false" }), /^sluice: .*SLUICE_RUN_MODELS=false needs NATS_URL.*: fix the variable/)
+  })
 })

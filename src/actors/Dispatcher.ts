@@ -17,6 +17,9 @@ import { type ModelActor, makeModelActor } from "./ModelActor.js"
 import { ModelLoad } from "./ModelLoad.js"
 import { InstanceId, Metrics, type ModelSnapshot } from "../metrics/Metrics.js"
 
+/** Whether this instance takes model leases; one that does not serves the API while others run the models. */
+export class RunsModels extends Context.Reference<RunsModels>()("Actors/RunsModels", { defaultValue: () => true }) {}
+
 export interface DispatcherShape {
   /** Hands a batch's waiting rows to the actors of the models this instance holds the leases of. */
   readonly enqueueBatch: (batchId: string, createdAt?: number) => Effect.Effect<void>
@@ -158,7 +161,7 @@ export const Live = Layer.scoped(
         for (const batchId of entry.batches) writer.invalidate(batchId)
       })
 
-    const keeper = yield* makeLeaseKeeper({ store, me, models: [...catalog.keys()], start, stop })
+    const keeper = yield* makeLeaseKeeper({ store, me, models: [...catalog.keys()], runsModels: yield* RunsModels, start, stop })
     loseLease = keeper.lose
 
     const onChange = (change: BatchChange) =>

@@ -27,6 +27,7 @@ export const SluiceConfig = Config.all({
     Config.withDefault(10_000),
     Config.validate({ message: "SLUICE_LEASE_TTL_MS must be at least 1000", validation: (ms) => ms >= 1000 }),
   ),
+  runModels: Config.boolean("SLUICE_RUN_MODELS").pipe(Config.withDefault(true)),
   instanceId: Config.string("SLUICE_INSTANCE_ID").pipe(Config.withDefault(`${hostname()}-${process.pid}`)),
   metricsToken: Config.option(Config.redacted("SLUICE_METRICS_TOKEN")),
   corsOrigins: Config.array(Config.string(), "SLUICE_CORS_ORIGINS").pipe(
@@ -50,5 +51,11 @@ export const SluiceConfig = Config.all({
         : Either.right(level)
     }),
   ),
-})
+}).pipe(
+  // The embedded log serves one instance, which must run the models or nothing would.
+  Config.validate({
+    message: "SLUICE_RUN_MODELS=false needs NATS_URL: an instance that runs no models serves beside others on NATS, and on the embedded log it is the only one",
+    validation: (config) => config.runModels || config.natsUrl._tag === "Some",
+  }),
+)
 export type SluiceConfig = Config.Config.Success<typeof SluiceConfig>

@@ -48,6 +48,7 @@ export const startInProcessSluice = async (options: {
     completionWindowHours: 24,
     retentionDays: 7,
     maxUnfinishedBatches: 10,
+    runModels: true,
     instanceId: `inproc-${port}`,
     leaseTtlMs: 10_000,
     metricsToken: Option.none(),

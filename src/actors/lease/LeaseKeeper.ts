@@ -14,6 +14,8 @@ export interface LeaseKeeperOptions {
   readonly store: LeaseStoreShape
   readonly me: string
   readonly models: ReadonlyArray<string>
+  /** False for an instance that runs no models: it reads the leases (for its admin view) and takes none. */
+  readonly runsModels: boolean
   /** The model's actor starts under the lease / stops (handing over: it lets its running rows finish). */
   readonly start: (lease: HeldLease) => Effect.Effect<void>
   readonly stop: (model: string, handOver: boolean) => Effect.Effect<void>
@@ -82,7 +84,8 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
     const round = Effect.gen(function* () {
       yield* renewAll
       // The instances have a bucket of their own, whose stream may be electing a leader while the leases' is not.
-      yield* store.announce(me).pipe(Effect.catchAll((e) => Effect.logWarning(`lease round: cannot say this instance is alive (${e.message})`)))
+      // An instance that runs no models is not in the list the models are spread over.
+      if (options.runsModels) yield* store.announce(me).pipe(Effect.catchAll((e) => Effect.logWarning(`lease round: cannot say this instance is alive (${e.message})`)))
       const records = yield* store.leases(options.models)
       // The list of instances only spreads the models; a stale one for a round still lets a free lease be taken.
       const instances = yield* store.instances.pipe(
@@ -96,7 +99,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       // A lease the store shows as ours but we do not hold (we gave it up when it was not renewed in
       // time, and it has not lapsed yet): renewing it takes it back.
       for (const record of records) {
-        if (record.owner !== me || held.has(record.model) || !options.models.includes(record.model)) continue
+        if (!options.runsModels || record.owner !== me || held.has(record.model) || !options.models.includes(record.model)) continue
         const sentAt = Date.now()
         const revision = yield* store.renew(record)
         if (revision === undefined) continue
@@ -105,6 +108,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
         yield* Effect.logInfo(`lease of ${record.model} taken back at revision ${revision}`)
         yield* options.start(lease)
       }
+      if (!options.runsModels) return
       const plan = leasePlan({ me, models: options.models, instances, holders, freeRounds })
       for (const model of plan.acquire) {
         const sentAt = Date.now()
