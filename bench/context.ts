@@ -1,4 +1,4 @@
-import { MODELS, type Sim, type Sluice, freePort, simUrl, startNats, startSim, startSluice } from "./processes.js"
+import { type CatalogEntry, MODELS, type Sim, type Sluice, freePort, simUrl, startNats, startSim, startSluice } from "./processes.js"
 import { type SluiceApi, sluiceApi } from "./sluiceApi.js"
 
 /** Every size the scenarios use; `--quick` shrinks them so the whole run is a smoke check. */
@@ -89,6 +89,9 @@ export const QUICK: Sizes = {
 export interface Running {
   readonly sluice: Sluice
   readonly api: SluiceApi
+  /** What it was started with: another instance on the same log takes the same. */
+  readonly models: ReadonlyArray<CatalogEntry>
+  readonly natsUrl: string | undefined
 }
 
 /** The Sluice processes several scenarios share: started before the first scenario, stopped after the last that uses them. */
@@ -143,14 +146,17 @@ export const makeContext = (quick: boolean, progress: (line: string) => void, tr
     const slow = { id: MODELS.slow, upstream_url: simUrl(await port(sizes.latencyMs)), batch_concurrency: sizes.slots }
     const nats = which === "nats" ? await startNats() : undefined
     progress(`starting Sluice (${which === "nats" ? "NATS" : "embedded"} log)`)
+    const models = nats === undefined ? [fast, slow] : [fast]
     const [sluice] = await Promise.all([
-      startSluice(nats === undefined ? { models: [fast, slow] } : { models: [fast], natsUrl: nats.url }),
+      startSluice({ models, ...(nats === undefined ? {} : { natsUrl: nats.url }) }),
       sim(0),
       ...(which === "main" ? [sim(sizes.latencyMs)] : []),
     ])
     const api = sluiceApi(sluice.url)
     return {
       api,
+      models,
+      natsUrl: nats?.url,
       sluice: {
         ...sluice,
         stop: async () => {

@@ -1,6 +1,6 @@
 import type { Context } from "../context.js"
 import { type Backend, type Figure, atLeast, atMost, figure } from "../figures.js"
-import { BENCH_KEY, MODELS, type Readers, startReaders } from "../processes.js"
+import { BENCH_KEY, MODELS, type Readers, startReaders, startSluice } from "../processes.js"
 import type { ReadersDone } from "../readers.js"
 import { sluiceRowsPerSecond } from "../rowsPerSecond.js"
 import { batchBody, smallRows } from "../rows.js"
@@ -11,7 +11,7 @@ import { quantile, ratios } from "../stats.js"
 const allLatencies = (done: ReadersDone) => [...done.latencies.batch, ...done.latencies.results, ...done.latencies.list]
 
 /** Each trial runs B2's batch alone and then again with the readers polling it, so each ratio pairs neighbours in time. */
-const measure = async (ctx: Context, backend: Backend, api: SluiceApi, baseUrl: string, readers: Readers): Promise<Array<Figure>> => {
+const measure = async (ctx: Context, backend: Backend, api: SluiceApi, baseUrl: string, readers: Readers, where = ""): Promise<Array<Figure>> => {
   const { throughputRows: rows, slots, trials, b12Readers, b12PauseMs } = ctx.sizes
   const body = batchBody(smallRows(rows, MODELS.fast))
   const alone: Array<number> = []
@@ -37,12 +37,12 @@ const measure = async (ctx: Context, backend: Backend, api: SluiceApi, baseUrl: 
     errors.push(seen.errors)
     perSecond.push(latencies.length / seen.seconds)
     ctx.progress(
-      `B12 ${backend} trial ${t + 1}: ${read[t]!.toFixed(0)} rows/s with readers, ${alone[t]!.toFixed(0)} without; ` +
+      `B12 ${backend}${where} trial ${t + 1}: ${read[t]!.toFixed(0)} rows/s with readers, ${alone[t]!.toFixed(0)} without; ` +
         `${latencies.length} reads (${perSecond[t]!.toFixed(0)}/s), p99 ${p99[t]!.toFixed(1)} ms, max ${max[t]!.toFixed(0)} ms, ${seen.errors} errors` +
         (seen.firstError === undefined ? "" : ` (first: ${seen.firstError})`),
     )
   }
-  const scenario = `${b12Readers} readers during B2 (${rows.toLocaleString("en")} rows, sim 0 ms, ${slots} slots)`
+  const scenario = `${b12Readers} readers during B2 (${rows.toLocaleString("en")} rows, sim 0 ms, ${slots} slots)${where}`
   return [
     figure({ id: "B12", scenario, backend, figure: "Sluice rows/s without readers", samples: alone }),
     figure({ id: "B12", scenario, backend, figure: "Sluice rows/s with readers", samples: read }),
@@ -65,12 +65,21 @@ export const b12ReadersDuringDispatch: Scenario = {
       const embedded = await measure(ctx, "embedded", main.api, main.sluice.url, readers)
       const nats = await ctx.sluice("nats")
       const onNats = await measure(ctx, "nats", nats.api, nats.sluice.url, readers)
+      // The same, the readers on a second instance that runs no models (a read replica) on the same log.
+      const replica = await startSluice({ models: nats.models, natsUrl: nats.natsUrl!, env: { SLUICE_RUN_MODELS: "false", SLUICE_INSTANCE_ID: "bench-replica" } })
+      let onReplica: Array<Figure>
+      try {
+        onReplica = await measure(ctx, "nats", nats.api, replica.url, readers, ", readers on a replica")
+      } finally {
+        await replica.stop()
+      }
       const { b12Readers, b12PauseMs } = ctx.sizes
       return {
-        figures: [...embedded, ...onNats],
+        figures: [...embedded, ...onNats, ...onReplica],
         notes: [
           `B12: each trial runs B2's batch alone, then the same batch again with ${b12Readers} readers polling from the moment it is accepted until \`completed\` is seen: a third GET /v1/batches/{id} of the running batch, a third walk its GET /v1/batches/{id}/results?limit=100 pages from the first (following last_id, again from the start when has_more is false), a third GET /v1/batches?limit=20; each reader waits ${b12PauseMs} ms after each answer. ` +
-            "The readers run in their own node process (bench/readers.ts, one keep-alive socket per reader, each opened before the batch is created and not timed), not in the bench driver: on 2 cores a driver that both polls for completion and issues hundreds of reads a second would delay its own completion check and time its reads' queueing on its own event loop, not Sluice's. That process still shares the 2 cores with Sluice and the simulator. Latency is from sending a request to its whole answer; an error is a failed request or an answer ≥ 400.",
+            "The readers run in their own node process (bench/readers.ts, one keep-alive socket per reader, each opened before the batch is created and not timed), not in the bench driver: on 2 cores a driver that both polls for completion and issues hundreds of reads a second would delay its own completion check and time its reads' queueing on its own event loop, not Sluice's. That process still shares the 2 cores with Sluice and the simulator. Latency is from sending a request to its whole answer; an error is a failed request or an answer ≥ 400. " +
+            "The third set puts the readers on a second Sluice process on the same nats-server with SLUICE_RUN_MODELS=false (a read replica: it takes no lease, so its event loop does no dispatch); the batch is created and waited for through the owner, and each replica read waits for the replica's read model to reach the log's head, as every read on NATS does.",
         ],
       }
     } finally {
