@@ -1,4 +1,4 @@
-import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
+import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
 import { upcast } from "../domain/versions/upcast.js"
 import { isRowEvent, type RowEvent } from "../domain/batch/events.js"
@@ -8,6 +8,7 @@ import { rowEffect } from "../domain/batch/rowEffect.js"
 import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
+import { makeSeqWaiters } from "./seqWaiters.js"
 import { ReadModel } from "./ReadModel.js"
 import { resultsProjection } from "./results.js"
 import { usageProjection } from "./usage.js"
@@ -199,7 +200,7 @@ export const Live = Layer.scoped(
     const batchChanges = yield* PubSub.unbounded<ReadonlyArray<BatchChange>>()
     let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
-    const applied = yield* SubscriptionRef.make(appliedOffset(db))
+    const applied = makeSeqWaiters(appliedOffset(db))
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
       Effect.gen(function* () {
         const messages = Chunk.toReadonlyArray(chunk)
@@ -213,7 +214,7 @@ export const Live = Layer.scoped(
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
         if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
         if (batchChangesNow.length > 0) yield* PubSub.publish(batchChanges, batchChangesNow)
-        yield* SubscriptionRef.update(applied, (seq) => Math.max(seq, last.seq))
+        applied.advance(last.seq)
       }).pipe(Effect.uninterruptible)
     yield* log.read(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk))
     yield* Effect.suspend(() =>
@@ -224,12 +225,8 @@ export const Live = Layer.scoped(
       Effect.forkScoped,
     )
     return {
-      applied: SubscriptionRef.get(applied),
-      awaitSeq: (seq: number) =>
-        applied.changes.pipe(
-          Stream.takeUntil((n) => n >= seq),
-          Stream.runDrain,
-        ),
+      applied: Effect.sync(applied.reached),
+      awaitSeq: applied.awaitSeq,
       accountChanges: PubSub.subscribe(accountChanges),
       batchChanges: PubSub.subscribe(batchChanges),
       appliedDelayMs: () => appliedDelayMs,
