@@ -50,7 +50,43 @@ interface LinesPage {
   readonly bytes: Buffer | null
 }
 
+const settled = new Set(["completed", "failed", "cancelled", "expired"])
+/** How much page text is kept, in UTF-16 code units: a few MiB. */
+const SETTLED_PAGES_CHARS = 4 * 2 ** 20
+
+/**
+ * Pages whose every row is settled, as their text: a batch's rows are all written at create and a
+ * settled row never changes, so such a page reads the same until the batch is gone (a deleted
+ * batch's pages are never asked for: its owner check answers first). Polling clients walk the same
+ * pages again and again while the rest of the batch runs. The oldest go first past the budget.
+ */
+const settledPageCache = () => {
+  const pages = new Map<string, string>()
+  let chars = 0
+  return {
+    get: (key: string) => {
+      const text = pages.get(key)
+      if (text !== undefined) {
+        pages.delete(key)
+        pages.set(key, text)
+      }
+      return text
+    },
+    set: (key: string, text: string) => {
+      if (text.length > SETTLED_PAGES_CHARS / 4 || pages.has(key)) return
+      pages.set(key, text)
+      chars += text.length
+      for (const [oldest, old] of pages) {
+        if (chars <= SETTLED_PAGES_CHARS) break
+        pages.delete(oldest)
+        chars -= old.length
+      }
+    },
+  }
+}
+
 export const resultReads = (db: Database.Database) => {
+  const settledPages = settledPageCache()
   const s = {
     more: db.prepare<[string, number], number>(`SELECT EXISTS (SELECT 1 FROM results WHERE batch_id = ? AND idx >= ?)`).pluck(),
     // One page of lines as one UTF-8 buffer, stopping after the row that reaches the byte budget.
@@ -113,8 +149,14 @@ export const resultReads = (db: Database.Database) => {
       limit: number,
       filter: { readonly status?: string | undefined; readonly code?: string | undefined } = {},
     ): string => {
+      const unfiltered = filter.status === undefined && filter.code === undefined
+      const key = `${batchId} ${fromIdx} ${limit}`
+      if (unfiltered) {
+        const kept = settledPages.get(key)
+        if (kept !== undefined) return kept
+      }
       const rows = (
-        filter.status === undefined && filter.code === undefined
+        unfiltered
           ? s.page.all(batchId, fromIdx, limit + 1)
           : s.filteredPage.all({ batchId, from: fromIdx, limit: limit + 1, status: filter.status ?? null, code: filter.code ?? null })
       ) as Array<ResultRow>
@@ -122,9 +164,11 @@ export const resultReads = (db: Database.Database) => {
       if (hasMore) rows.pop()
       const first = rows[0]
       const last = rows[rows.length - 1]
-      return `{"object":"list","data":[${rows.map(line).join(",")}],"has_more":${hasMore},"first_id":${
+      const text = `{"object":"list","data":[${rows.map(line).join(",")}],"has_more":${hasMore},"first_id":${
         first === undefined ? "null" : `"${resultId(first.idx)}"`
       },"last_id":${last === undefined ? "null" : `"${resultId(last.idx)}"`}}`
+      if (unfiltered && rows.length > 0 && rows.every((row) => settled.has(row.status))) settledPages.set(key, text)
+      return text
     },
     /**
      * Result lines from `fromIdx` as JSON Lines text, each ending in a newline: at most `maxRows`
