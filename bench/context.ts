@@ -103,6 +103,8 @@ export interface Shared {
   createdLarge?: { readonly id: string; readonly rows: number }
   /** B2's Sluice rows/s on the embedded log, per trial, for B8's ratio. */
   sluiceRowsPerSecond?: ReadonlyArray<number>
+  /** The same on NATS. */
+  natsRowsPerSecond?: ReadonlyArray<number>
 }
 
 export interface Context {

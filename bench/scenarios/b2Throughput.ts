@@ -22,6 +22,7 @@ const measure = async (ctx: Context, backend: Backend, api: SluiceApi, upstreamU
     ctx.progress(`B2 ${backend} trial ${t + 1}: Sluice ${sluice[t]!.toFixed(0)} rows/s, plain client ${plain[t]!.toFixed(0)} rows/s`)
   }
   if (backend === "embedded") ctx.shared.sluiceRowsPerSecond = sluice
+  else ctx.shared.natsRowsPerSecond = sluice
   const scenario = `${rows.toLocaleString("en")} rows, sim 0 ms, ${slots} slots`
   return [
     figure({ id: "B2", scenario, backend, figure: "Sluice rows/s", samples: sluice }),

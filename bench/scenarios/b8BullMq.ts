@@ -60,6 +60,7 @@ export const b8BullMq: Scenario = {
     const { throughputRows: rows, slots, trials } = ctx.sizes
     const sluice = ctx.shared.sluiceRowsPerSecond
     if (sluice === undefined) throw new Error("B8 compares with B2's embedded Sluice trials, and B2 left none")
+    const nats = ctx.shared.natsRowsPerSecond
     const sim = await ctx.sim(0)
     const bodies = smallRows(rows, MODELS.fast).map((r) => r.body)
     const bull: Array<number> = []
@@ -72,9 +73,12 @@ export const b8BullMq: Scenario = {
       figures: [
         figure({ id: "B8", scenario, backend: "-", figure: "BullMQ rows/s", samples: bull }),
         figure({ id: "B8", scenario, backend: "embedded", figure: "Sluice (B2) ÷ BullMQ", samples: ratios(sluice, bull), digits: 2, target: atLeast(1) }),
+        ...(nats === undefined
+          ? []
+          : [figure({ id: "B8", scenario, backend: "nats", figure: "Sluice (B2) ÷ BullMQ", samples: ratios(nats, bull), digits: 2, target: atLeast(1) })]),
       ],
       notes: [
-        `B8: Queue.addBulk of every row's body, then a Worker with concurrency ${slots} posting each to the same 0 ms simulator through the same keep-alive node:http client as the plain client, default job options (completed jobs and their results kept in Redis); a fresh queue per trial, obliterated after; Redis client: ioredis; the ratio pairs each BullMQ trial with the B2 embedded Sluice trial of the same number.`,
+        `B8: Queue.addBulk of every row's body, then a Worker with concurrency ${slots} posting each to the same 0 ms simulator through the same keep-alive node:http client as the plain client, default job options (completed jobs and their results kept in Redis); a fresh queue per trial, obliterated after; Redis client: ioredis; the ratios pair each BullMQ trial with the B2 Sluice trial of the same number, on each log.`,
       ],
     }
   },
