@@ -261,19 +261,30 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
             const from = Math.max(fromSeq, 1)
             if (from > last) return Stream.empty
             let taken = from
+            let endSeq = -1
             return Stream.flatMap(consume(filter, from, () => taken), ({ pending, messages, stalled }) =>
               Stream.unwrap(
                 Effect.map(pending === 0 ? lastOn(filter) : Effect.succeed(last), (stillLast) =>
                   stillLast < from
                     ? Stream.empty
                     : iterate(messages, unavailable("read failed")).pipe(
-                        Stream.takeUntilEffect((m) =>
-                          m.seq >= last
-                            ? Effect.succeed(true)
-                            : m.info.pending === 0
-                              ? Effect.map(lastOn(filter), (now) => now <= m.seq)
-                              : Effect.succeed(false),
+                        // Where the read ends is found a chunk at a time: an effect per message (takeUntilEffect)
+                        // ran the stream's machinery once per event.
+                        Stream.mapChunksEffect((chunk) =>
+                          Effect.gen(function* () {
+                            const at = Chunk.toReadonlyArray(chunk)
+                            for (let i = 0; i < at.length; i++) {
+                              const m = at[i]!
+                              const ends = m.seq >= last || (m.info.pending === 0 && (yield* lastOn(filter)) <= m.seq)
+                              if (ends) {
+                                endSeq = m.seq
+                                return i === at.length - 1 ? chunk : Chunk.unsafeFromArray(at.slice(0, i + 1))
+                              }
+                            }
+                            return chunk
+                          }),
                         ),
+                        Stream.takeUntil((m) => m.seq === endSeq),
                         Stream.filter((m) => m.seq <= last),
                         Stream.map((m) => {
                           taken = m.seq + 1
