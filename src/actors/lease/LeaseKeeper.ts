@@ -81,11 +81,16 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       { discard: true },
     ))
 
+    /** An instance that runs no models only reads the leases, and is not in the list the models are spread over. */
+    const look = Effect.gen(function* () {
+      lastRecords = yield* store.leases(options.models)
+      lastRound = Date.now()
+    })
+
     const round = Effect.gen(function* () {
       yield* renewAll
       // The instances have a bucket of their own, whose stream may be electing a leader while the leases' is not.
-      // An instance that runs no models is not in the list the models are spread over.
-      if (options.runsModels) yield* store.announce(me).pipe(Effect.catchAll((e) => Effect.logWarning(`lease round: cannot say this instance is alive (${e.message})`)))
+      yield* store.announce(me).pipe(Effect.catchAll((e) => Effect.logWarning(`lease round: cannot say this instance is alive (${e.message})`)))
       const records = yield* store.leases(options.models)
       // The list of instances only spreads the models; a stale one for a round still lets a free lease be taken.
       const instances = yield* store.instances.pipe(
@@ -99,7 +104,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       // A lease the store shows as ours but we do not hold (we gave it up when it was not renewed in
       // time, and it has not lapsed yet): renewing it takes it back.
       for (const record of records) {
-        if (!options.runsModels || record.owner !== me || held.has(record.model) || !options.models.includes(record.model)) continue
+        if (record.owner !== me || held.has(record.model) || !options.models.includes(record.model)) continue
         const sentAt = Date.now()
         const revision = yield* store.renew(record)
         if (revision === undefined) continue
@@ -108,7 +113,6 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
         yield* Effect.logInfo(`lease of ${record.model} taken back at revision ${revision}`)
         yield* options.start(lease)
       }
-      if (!options.runsModels) return
       const plan = leasePlan({ me, models: options.models, instances, holders, freeRounds })
       for (const model of plan.acquire) {
         const sentAt = Date.now()
@@ -140,7 +144,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
         yield* store.release(lease.record).pipe(Effect.ignore)
       }).pipe(Effect.ensuring(Effect.sync(() => handing.delete(lease.model))))
 
-    const run = round.pipe(
+    const run = (options.runsModels ? round : look).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("lease round failed; trying again", cause)),
       Effect.repeat(Schedule.spaced(`${every} millis`)),
     )
