@@ -435,6 +435,13 @@ describe("a long waiting queue at a vLLM upstream is pushback too", () => {
     congested = true
     const readBefore = metricsRead
     await waitFor("Sluice reads the gauge", () => metricsRead > readBefore)
+    // The gauge's request arriving is not Sluice having read its answer: wait for the halved limit
+    // itself, then for the rows started before it to drain (inFlight can dip to 2 between a row's end
+    // and the next start before the limit applies).
+    const limit = async () =>
+      ((await api.admin("GET", "/admin/v1/models")).body.data as ReadonlyArray<{ id: string; slots_limit: number }>).find((m) => m.id === "congested")!
+        .slots_limit
+    await waitFor("Sluice halves the model's slots", async () => (await limit()) === 2)
     await waitFor("batch rows drop to 2", () => inFlight === 2)
     // Over the next eight rows to complete, no more than 2 run at once.
     const before = completed
