@@ -50,7 +50,8 @@ interface LinesPage {
   readonly bytes: Buffer | null
 }
 
-const settled = new Set(["completed", "failed", "cancelled", "expired"])
+/** A row no longer queued or running has its final result: the same split as the `pending` reads below. */
+const isSettled = (status: string) => status !== "queued" && status !== "running"
 /** How much page text is kept, in UTF-16 code units: a few MiB. */
 const SETTLED_PAGES_CHARS = 4 * 2 ** 20
 
@@ -167,7 +168,7 @@ export const resultReads = (db: Database.Database) => {
       const text = `{"object":"list","data":[${rows.map(line).join(",")}],"has_more":${hasMore},"first_id":${
         first === undefined ? "null" : `"${resultId(first.idx)}"`
       },"last_id":${last === undefined ? "null" : `"${resultId(last.idx)}"`}}`
-      if (unfiltered && rows.length > 0 && rows.every((row) => settled.has(row.status))) settledPages.set(key, text)
+      if (unfiltered && rows.length > 0 && rows.every((row) => isSettled(row.status))) settledPages.set(key, text)
       return text
     },
     /**
