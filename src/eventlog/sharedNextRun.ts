@@ -1,42 +1,38 @@
 import { Deferred, Effect, FiberId } from "effect"
 
 /**
- * `run`, shared by the callers that wait at once: a caller joins the next run that starts after it
- * arrived (never one already under way, whose answer may predate it), and at most one runs at a time.
- * However many readers ask the log for its head in a moment, the log is asked once or twice.
+ * `run`, shared by the callers that wait at once: a caller joins the next run that has not started
+ * yet (never one already under way, whose answer may predate it), and at most one runs at a time.
+ * However many readers ask the log for its head at once, the log is asked once or twice.
  */
 export const sharedNextRun = <A, E>(run: Effect.Effect<A, E>): Effect.Effect<A, E> => {
   let running = false
-  let next: Deferred.Deferred<A, E> | undefined
+  // The next run's callers, until it starts.
+  let waiting: Deferred.Deferred<A, E> | undefined
 
-  const launch = (waiting: Deferred.Deferred<A, E>): Effect.Effect<void> =>
-    Effect.asVoid(
-      Effect.forkDaemon(
-        Effect.exit(run).pipe(
-          Effect.flatMap((exit) => Deferred.done(waiting, exit)),
-          Effect.zipRight(
-            Effect.suspend(() => {
-              const queued = next
-              next = undefined
-              if (queued === undefined) {
-                running = false
-                return Effect.void
-              }
-              return launch(queued)
-            }),
-          ),
-        ),
-      ),
+  const startNext: Effect.Effect<void> = Effect.suspend(() => {
+    const joined = waiting
+    if (joined === undefined) {
+      running = false
+      return Effect.void
+    }
+    waiting = undefined
+    return Effect.exit(run).pipe(
+      Effect.flatMap((exit) => Deferred.done(joined, exit)),
+      Effect.zipRight(startNext),
     )
+  })
 
   // The bookkeeping is one synchronous step, so no other fiber runs between the check and the change.
   return Effect.suspend(() => {
-    const waiting = next ?? Deferred.unsafeMake<A, E>(FiberId.none)
-    if (running) {
-      next = waiting
-      return Deferred.await(waiting)
+    let joined = waiting
+    if (joined === undefined) {
+      joined = waiting = Deferred.unsafeMake<A, E>(FiberId.none)
+      if (!running) {
+        running = true
+        return Effect.zipRight(Effect.forkDaemon(startNext), Deferred.await(joined))
+      }
     }
-    running = true
-    return Effect.zipRight(launch(waiting), Deferred.await(waiting))
+    return Deferred.await(joined)
   })
 }
