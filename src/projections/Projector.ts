@@ -9,6 +9,7 @@ import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.j
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
 import { makeSeqWaiters } from "./seqWaiters.js"
+import { makeChunkGathering } from "./chunkGathering.js"
 import { ReadModel } from "./ReadModel.js"
 import { resultsProjection } from "./results.js"
 import { usageProjection } from "./usage.js"
@@ -19,6 +20,8 @@ import { WebhookEvent } from "../domain/webhook/events.js"
 import { webhooksProjection } from "./webhooks.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
+/** A follow page is at most 2,000 messages; 8 ms is well within what a poll for a batch waits anyway. */
+const GATHERING = { messages: 2_000, ms: 8 }
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const decodeWebhook = Schema.decodeUnknownSync(WebhookEvent)
 const text = new TextDecoder()
@@ -200,7 +203,8 @@ export const Live = Layer.scoped(
     const batchChanges = yield* PubSub.unbounded<ReadonlyArray<BatchChange>>()
     let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
-    const applied = makeSeqWaiters(appliedOffset(db))
+    let wakeGathering = () => {}
+    const applied = makeSeqWaiters(appliedOffset(db), () => wakeGathering())
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
       Effect.gen(function* () {
         const messages = Chunk.toReadonlyArray(chunk)
@@ -217,9 +221,19 @@ export const Live = Layer.scoped(
         applied.advance(last.seq)
       }).pipe(Effect.uninterruptible)
     yield* log.read(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk))
-    yield* Effect.suspend(() =>
-      log.follow(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk)),
-    ).pipe(
+    // Following the log, chunks are gathered into fewer transactions unless a reader waits (chunkGathering.ts).
+    const follow = Effect.gen(function* () {
+      const gathered = yield* makeChunkGathering<LogMessage>(GATHERING, applied.waited)
+      wakeGathering = gathered.wake
+      yield* Effect.all(
+        [
+          log.follow(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(gathered.offer)),
+          Effect.forever(Effect.flatMap(gathered.next, applyChunk)),
+        ],
+        { concurrency: 2, discard: true },
+      )
+    })
+    yield* follow.pipe(
       Effect.tapErrorCause((cause) => Effect.logError("projection follow stopped; resuming where it left off", cause)),
       Effect.retry(Schedule.spaced("500 millis")),
       Effect.forkScoped,
