@@ -6,6 +6,8 @@
  * - `slots`: one 20,000-row batch against a 50 ms simulator with 64 slots; reads the embedded log's
  *   own times to show where a slot's time goes: the span from a row's start to its settle, the appends'
  *   latency, and the utilization between the first start and the last settle.
+ * - `reads`: a completed 20,000-row batch, then 3,000 reads of each kind B12's readers make (the batch, a
+ *   results page of 100 walking its pages, the list of 20), 32 in flight; prints Sluice's CPU time per read.
  * Add node flags for the Sluice process with BENCH_SLUICE_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=DIR).
  */
 import Database from "better-sqlite3"
@@ -13,7 +15,8 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { cpuMs } from "./cpuTime.js"
-import { cleanupAll, cleanupOnSignals, freePort, MODELS, startNats, startSim, startSluice } from "./processes.js"
+import { keepAliveAgent, request } from "./http.js"
+import { BENCH_KEY, cleanupAll, cleanupOnSignals, freePort, MODELS, startNats, startSim, startSluice } from "./processes.js"
 import { batchBody, smallRows } from "./rows.js"
 import { sluiceApi } from "./sluiceApi.js"
 
@@ -26,8 +29,8 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
 })
 const which = positionals[0]
-if (which !== "cpu" && which !== "slots") {
-  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots")
+if (which !== "cpu" && which !== "slots" && which !== "reads") {
+  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats]")
   process.exit(2)
 }
 
@@ -99,9 +102,59 @@ const slots = async () => {
   console.log(`append latency (ms, decided to stored): start ${mean(startAppends)}, settle ${mean(settleAppends)}`)
 }
 
+const READS = 3_000
+const IN_FLIGHT = 32
+
+const reads = async () => {
+  const sim = await startSim(0, await freePort())
+  const nats = values.nats ? await startNats() : undefined
+  const sluice = await startSluice({
+    models: [{ id: MODELS.fast, upstream_url: sim.url, batch_concurrency: SLOTS }],
+    ...(nats === undefined ? {} : { natsUrl: nats.url }),
+  })
+  const api = sluiceApi(sluice.url)
+  const created = await api.create(batchBody(smallRows(ROWS, MODELS.fast)))
+  await api.waitFinal(created.id, 25)
+  api.close()
+  const agent = keepAliveAgent(IN_FLIGHT)
+  const headers = { authorization: `Bearer ${BENCH_KEY}` }
+  let after: string | undefined
+  const paths: Record<string, () => string> = {
+    batch: () => `/v1/batches/${created.id}`,
+    results: () => `/v1/batches/${created.id}/results?limit=100${after === undefined ? "" : `&after=${after}`}`,
+    list: () => "/v1/batches?limit=20",
+  }
+  for (const [kind, path] of Object.entries(paths)) {
+    for (let round = 0; round < 2; round++) {
+      // The first round warms the JIT; the second is measured.
+      const before = cpuMs(sluice.pid)
+      const t0 = performance.now()
+      let left = READS
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (left-- > 0) {
+            const reply = await request(agent, `${sluice.url}${path()}`, { headers })
+            if (reply.status !== 200) throw new Error(`${kind}: ${reply.status} ${reply.body.toString().slice(0, 200)}`)
+            if (kind === "results") {
+              const page = JSON.parse(reply.body.toString("utf8")) as { has_more: boolean; last_id: string | null }
+              after = page.has_more && page.last_id !== null ? page.last_id : undefined
+            }
+          }
+        }),
+      )
+      const used = cpuMs(sluice.pid) - before
+      if (round === 1) {
+        const seconds = (performance.now() - t0) / 1000
+        console.log(`${kind}: ${((used * 1000) / READS).toFixed(0)} µs of CPU a read, ${(READS / seconds).toFixed(0)} reads/s`)
+      }
+    }
+  }
+  agent.destroy()
+}
+
 cleanupOnSignals()
 try {
-  await (which === "cpu" ? cpu() : slots())
+  await (which === "cpu" ? cpu() : which === "reads" ? reads() : slots())
 } finally {
   await cleanupAll()
 }

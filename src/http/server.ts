@@ -119,6 +119,9 @@ export const serverLayer = (options: {
           HttpApiBuilder.serve((app) => cors(options.corsOrigins ?? [])(observed(metrics, routeOf)(errorEnvelopes(app)))),
         ),
       ).pipe(
+        // Sluice exports no traces: the platform's span per request (its attributes, the URL parsed
+        // for them, the headers redacted) was work for nobody on every read.
+        HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
         Layer.provide(HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })),
         Layer.provide(ConsolePages),

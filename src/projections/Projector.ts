@@ -58,6 +58,11 @@ export interface ProjectorShape {
   readonly appliedDelayMs: () => number
   /** Each model's measured rate, from the rows its projections saw settle. */
   readonly throughput: Throughput
+  /**
+   * Moves once a window that changed an account's settings or keys has committed, before `awaitSeq`
+   * sees its sequence: what a reader of accounts read at an older one may be stale.
+   */
+  readonly accountsVersion: () => number
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
@@ -203,6 +208,7 @@ export const Live = Layer.scoped(
     const batchChanges = yield* PubSub.unbounded<ReadonlyArray<BatchChange>>()
     let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
+    let accountsVersion = 0
     let wakeGathering = () => {}
     const applied = makeSeqWaiters(appliedOffset(db), () => wakeGathering())
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
@@ -216,6 +222,7 @@ export const Live = Layer.scoped(
         const skipped = apply(messages)
         appliedDelayMs = Math.max(0, Date.now() - messages[0]!.time)
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
+        if (settings.size > 0) accountsVersion++
         if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
         if (batchChangesNow.length > 0) yield* PubSub.publish(batchChanges, batchChangesNow)
         applied.advance(last.seq)
@@ -245,6 +252,7 @@ export const Live = Layer.scoped(
       batchChanges: PubSub.subscribe(batchChanges),
       appliedDelayMs: () => appliedDelayMs,
       throughput,
+      accountsVersion: () => accountsVersion,
     }
   }),
 )
