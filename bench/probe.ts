@@ -35,13 +35,18 @@ if (which !== "cpu" && which !== "slots" && which !== "reads") {
 }
 
 
-const cpu = async () => {
+/** Sluice with one 64-slot model on a 0 ms simulator, on NATS with --nats. */
+const fastDeployment = async () => {
   const sim = await startSim(0, await freePort())
   const nats = values.nats ? await startNats() : undefined
-  const sluice = await startSluice({
+  return startSluice({
     models: [{ id: MODELS.fast, upstream_url: sim.url, batch_concurrency: SLOTS }],
     ...(nats === undefined ? {} : { natsUrl: nats.url }),
   })
+}
+
+const cpu = async () => {
+  const sluice = await fastDeployment()
   const api = sluiceApi(sluice.url)
   const body = batchBody(smallRows(ROWS, MODELS.fast))
   for (let i = 0; i < Number(values.batches); i++) {
@@ -106,12 +111,7 @@ const READS = 3_000
 const IN_FLIGHT = 32
 
 const reads = async () => {
-  const sim = await startSim(0, await freePort())
-  const nats = values.nats ? await startNats() : undefined
-  const sluice = await startSluice({
-    models: [{ id: MODELS.fast, upstream_url: sim.url, batch_concurrency: SLOTS }],
-    ...(nats === undefined ? {} : { natsUrl: nats.url }),
-  })
+  const sluice = await fastDeployment()
   const api = sluiceApi(sluice.url)
   const created = await api.create(batchBody(smallRows(ROWS, MODELS.fast)))
   await api.waitFinal(created.id, 25)

@@ -81,7 +81,7 @@ export const Live = Layer.effect(
       })
 
     // A key and its account as the read model held them at an accounts version: every request reads
-    // them, and two lookups a request were a tenth of a read's CPU. Any change to accounts or keys
+    // them, and their two lookups were about 8 % of a read's CPU. Any change to accounts or keys
     // moves the version before it is readable (Projector's accountsVersion), so none is served stale.
     const callers = new Map<string, { readonly version: number; readonly key: KeyRow | undefined; readonly account: Account | undefined }>()
     const lookup = (sha: string) => {
