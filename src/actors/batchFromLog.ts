@@ -1,7 +1,7 @@
 import { Effect, Stream } from "effect"
 import { decodeBatchMessage, eventsOf } from "../domain/batch/laneWindow.js"
 import { type BatchState, evolve, initialState } from "../domain/batch/state.js"
-import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
+import { eventsOnly, isRowBodiesSubject, oneBatch } from "../domain/batch/subjects.js"
 import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import type { BatchOwner } from "./batchState.js"
 
@@ -32,7 +32,7 @@ export const loadBatchFromLog = (log: EventLogShape, batchId: string): Effect.Ef
     const rowModels: Array<string> = []
     let seq = 0
     const tips = new Map<string, LaneTip>()
-    return log.read(oneBatch(batchId), 1, withoutRowBodies).pipe(
+    return log.read(oneBatch(batchId), 1, eventsOnly).pipe(
       Stream.runForEach((message) =>
         Effect.sync(() => {
           seq = Math.max(seq, message.seq)

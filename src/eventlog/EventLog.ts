@@ -44,6 +44,11 @@ export interface ReadOptions {
    * ones) does.
    */
   readonly withoutDataOn?: string
+  /**
+   * Messages come without their headers (the parts of a message stored in parts keep what joins
+   * them): for a reader of payloads alone, so that no message's headers are decoded for nothing.
+   */
+  readonly withoutHeaders?: boolean
 }
 
 export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{

@@ -11,13 +11,14 @@ import {
 import { connect, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node"
 import { Chunk, Deferred, Effect, Layer, Option, Ref, Schedule, Stream } from "effect"
 import {
+  CHUNK_HEADER,
   DEFAULT_MAX_PAYLOAD,
   type RawAppend,
   type RawEventLog,
   type RawMessage,
   withChunking,
 } from "./chunking.js"
-import { EventLog, LogUnavailable } from "./EventLog.js"
+import { EventLog, LogUnavailable, type ReadOptions } from "./EventLog.js"
 import type { StampOptions } from "./eventHeaders.js"
 import { makeJetStreamPublisher } from "./jetStreamPublisher.js"
 
@@ -63,6 +64,14 @@ const withOwnHeaders = (message: RawMessage, headers: MsgHdrs | undefined): RawM
 
 const toRaw = (m: JsMsg): RawMessage =>
   withOwnHeaders({ seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }, m.headers)
+
+/** The message for a reader of payloads alone (`withoutHeaders`): of its headers only what joins its parts. */
+const toPayload = (m: JsMsg): RawMessage => {
+  const message = { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
+  const part = m.headers?.get(CHUNK_HEADER)
+  return part === undefined || part === "" ? message : { ...message, headers: { [CHUNK_HEADER]: part } }
+}
+const converter = (options: ReadOptions | undefined) => (options?.withoutHeaders === true ? toPayload : toRaw)
 
 const storedToRaw = (m: StoredMsg): RawMessage => {
   // A plain Uint8Array view (the client decodes into a Buffer), like every other message the log gives.
@@ -255,9 +264,10 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       // 2.9.10 miscounts it for a filtered consumer that starts between two messages of one subject.
       // Only a purge can take that last message away meanwhile, so a pending count of zero short of it
       // asks the stream again whether anything matching is left after the message just read.
-      read: (filter, fromSeq) =>
+      read: (filter, fromSeq, options) =>
         Stream.unwrap(
           Effect.map(lastOn(filter), (last) => {
+            const convert = converter(options)
             const from = Math.max(fromSeq, 1)
             if (from > last) return Stream.empty
             let taken = from
@@ -288,7 +298,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
                         Stream.filter((m) => m.seq <= last),
                         Stream.map((m) => {
                           taken = m.seq + 1
-                          return toRaw(m)
+                          return convert(m)
                         }),
                         Stream.interruptWhen(
                           Effect.promise(() => stalled).pipe(
@@ -308,14 +318,15 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       // that died with the old server as pending and, against a restarted server, stops asking for
       // messages until two idle heartbeats (30 s) are missed. The iterator only ends if the
       // connection is closed for good.
-      follow: (filter, fromSeq) =>
+      follow: (filter, fromSeq, options) =>
         Stream.suspend(() => {
+          const convert = converter(options)
           let next = fromSeq
           const untilReconnect = Stream.unwrap(
             Effect.map(Ref.get(reconnected), (reconnect) =>
               Stream.flatMap(consume(filter, next, () => next), ({ messages, stalled }) =>
                 iterate(messages, unavailable("follow failed")).pipe(
-                  Stream.map(toRaw),
+                  Stream.map(convert),
                   Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
                   Stream.interruptWhen(Effect.promise(() => stalled).pipe(Effect.flatMap((s) => (s ? Effect.void : Effect.never)))),
                 ),

@@ -211,11 +211,16 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
         pending.push({ messages, resume })
       })
 
-    const toMessage = (row: StoredRow): RawMessage => {
+    const toMessage = (row: StoredRow, withoutHeaders = false): RawMessage => {
       // A plain Uint8Array view (no copy), like the JetStream adapter returns.
       const data = new Uint8Array(row.data.buffer, row.data.byteOffset, row.data.byteLength)
       const message = { seq: row.seq, subject: row.subject, data, time: row.time }
-      return row.headers === null ? message : { ...message, headers: JSON.parse(row.headers) }
+      if (row.headers === null || (withoutHeaders && !row.headers.includes(CHUNK_HEADER))) return message
+      const headers = JSON.parse(row.headers) as Record<string, string>
+      if (!withoutHeaders) return { ...message, headers }
+      // A part keeps what joins it, as the JetStream adapter gives it.
+      const part = headers[CHUNK_HEADER]
+      return part === undefined ? message : { ...message, headers: { [CHUNK_HEADER]: part } }
     }
 
     /** One page of matching messages, bounded in rows and in bytes so large messages never pile up in memory. */
@@ -234,7 +239,7 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       const out: Array<RawMessage> = []
       let bytes = 0
       for (const row of rows) {
-        out.push(toMessage(row))
+        out.push(toMessage(row, options.withoutHeaders))
         bytes += row.data.byteLength
         if (out.length >= PAGE_ROWS || bytes >= PAGE_BYTES) break
       }
@@ -271,7 +276,7 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
         ),
       follow: (filter, fromSeq, options = {}) => scan(filter, fromSeq, undefined, options),
       range: (subject, fromSeq, toSeq) =>
-        Effect.try({ try: () => sql.range.all(subject, fromSeq, toSeq).map(toMessage), catch: unavailable("read failed") }),
+        Effect.try({ try: () => sql.range.all(subject, fromSeq, toSeq).map((row) => toMessage(row)), catch: unavailable("read failed") }),
       lastSeq: Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),
       lastSeqOf: (subject) =>
         Effect.try({ try: () => sql.lastOnSubject.get(subject) ?? 0, catch: unavailable("lastSeqOf failed") }),

@@ -5,7 +5,7 @@ import { isRowEvent, type RowEvent } from "../domain/batch/events.js"
 import { decodeBatchMessage, isLaneWindow } from "../domain/batch/laneWindow.js"
 import { type BatchChange, batchesProjection } from "./batches.js"
 import { rowEffect } from "../domain/batch/rowEffect.js"
-import { isRowBodiesSubject, withoutRowBodies } from "../domain/batch/subjects.js"
+import { eventsOnly, isRowBodiesSubject } from "../domain/batch/subjects.js"
 import { EventLog, type LogMessage } from "../eventlog/EventLog.js"
 import { accountsProjection } from "./accounts.js"
 import { makeSeqWaiters } from "./seqWaiters.js"
@@ -227,14 +227,14 @@ export const Live = Layer.scoped(
         if (batchChangesNow.length > 0) yield* PubSub.publish(batchChanges, batchChangesNow)
         applied.advance(last.seq)
       }).pipe(Effect.uninterruptible)
-    yield* log.read(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(applyChunk))
+    yield* log.read(">", resumeOffset(db), eventsOnly).pipe(Stream.runForEachChunk(applyChunk))
     // Following the log, chunks are gathered into fewer transactions unless a reader waits (chunkGathering.ts).
     const follow = Effect.gen(function* () {
       const gathered = yield* makeChunkGathering<LogMessage>(GATHERING, applied.waited)
       wakeGathering = gathered.wake
       yield* Effect.all(
         [
-          log.follow(">", resumeOffset(db), withoutRowBodies).pipe(Stream.runForEachChunk(gathered.offer)),
+          log.follow(">", resumeOffset(db), eventsOnly).pipe(Stream.runForEachChunk(gathered.offer)),
           Effect.forever(Effect.flatMap(gathered.next, applyChunk)),
         ],
         { concurrency: 2, discard: true },

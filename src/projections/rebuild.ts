@@ -3,7 +3,7 @@ import { rmSync } from "node:fs"
 import type Database from "better-sqlite3"
 import { Chunk, Context, Duration, Effect, Layer, Stream } from "effect"
 import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
-import { withoutRowBodies } from "../domain/batch/subjects.js"
+import { eventsOnly } from "../domain/batch/subjects.js"
 import { makeApplier } from "./Projector.js"
 import { ReadModel } from "./ReadModel.js"
 
@@ -42,7 +42,7 @@ export const rebuildReadModel = (
     const end = yield* log.lastSeq
     const lastSeq = options.upto === undefined ? end : Math.min(end, options.upto)
     const totals = { events: 0, skipped: 0, appliedSeq: 0 }
-    yield* log.read(">", 1, withoutRowBodies).pipe(
+    yield* log.read(">", 1, eventsOnly).pipe(
       Stream.takeWhile((m) => m.seq <= lastSeq),
       Stream.grouped(options.window ?? DEFAULT_WINDOW),
       Stream.runForEach((chunk) =>

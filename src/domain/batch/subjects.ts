@@ -23,6 +23,8 @@ export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
 export const isRowBodiesSubject = (subject: string) => subject.endsWith(".row_bodies")
 /** What those readers ask the log for (its ReadOptions): every `row_bodies` subject left without data. */
 export const withoutRowBodies = { withoutDataOn: oneTypeAcrossBatches("row_bodies") } as const
+/** What the projections and the writer read: no request bodies and no headers, only the events. */
+export const eventsOnly = { ...withoutRowBodies, withoutHeaders: true } as const
 
 /** A chunk of a batch's input rows: its `row_bodies` or `rows_added` event, by the chunk's first row. */
 export const chunkMsgId = (batchId: string, type: "row_bodies" | "rows_added", first: number) =>
