@@ -45,8 +45,8 @@ export interface ReadOptions {
    */
   readonly withoutDataOn?: string
   /**
-   * Messages come without their headers (the parts of a message stored in parts keep what joins
-   * them): for a reader of payloads alone, so that no message's headers are decoded for nothing.
+   * Messages come without their headers: for a reader of payloads alone, so that an adapter need not
+   * decode any but a part's (the log joins a message stored in parts by them).
    */
   readonly withoutHeaders?: boolean
 }

@@ -65,12 +65,11 @@ const withOwnHeaders = (message: RawMessage, headers: MsgHdrs | undefined): RawM
 const toRaw = (m: JsMsg): RawMessage =>
   withOwnHeaders({ seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }, m.headers)
 
-/** The message for a reader of payloads alone (`withoutHeaders`): of its headers only what joins its parts. */
-const toPayload = (m: JsMsg): RawMessage => {
-  const message = { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
-  const part = m.headers?.get(CHUNK_HEADER)
-  return part === undefined || part === "" ? message : { ...message, headers: { [CHUNK_HEADER]: part } }
-}
+/** For a reader of payloads alone (`withoutHeaders`): the headers only of a part, which the log joins by them. */
+const toPayload = (m: JsMsg): RawMessage =>
+  (m.headers?.get(CHUNK_HEADER) ?? "") === ""
+    ? { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
+    : toRaw(m)
 const converter = (options: ReadOptions | undefined) => (options?.withoutHeaders === true ? toPayload : toRaw)
 
 const storedToRaw = (m: StoredMsg): RawMessage => {

@@ -215,12 +215,9 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       // A plain Uint8Array view (no copy), like the JetStream adapter returns.
       const data = new Uint8Array(row.data.buffer, row.data.byteOffset, row.data.byteLength)
       const message = { seq: row.seq, subject: row.subject, data, time: row.time }
+      // Left undecoded for a reader with no use for them, but a part's: the log joins parts by them.
       if (row.headers === null || (withoutHeaders && !row.headers.includes(CHUNK_HEADER))) return message
-      const headers = JSON.parse(row.headers) as Record<string, string>
-      if (!withoutHeaders) return { ...message, headers }
-      // A part keeps what joins it, as the JetStream adapter gives it.
-      const part = headers[CHUNK_HEADER]
-      return part === undefined ? message : { ...message, headers: { [CHUNK_HEADER]: part } }
+      return { ...message, headers: JSON.parse(row.headers) }
     }
 
     /** One page of matching messages, bounded in rows and in bytes so large messages never pile up in memory. */

@@ -112,7 +112,7 @@ const ownHeaders = (headers: Readonly<Record<string, string>> | undefined) => {
   const { [CHUNK_HEADER]: _, ...own } = headers
   return Object.keys(own).length === 0 ? undefined : own
 }
-const withHeaders = <M extends object>(message: M, headers: Readonly<Record<string, string>> | undefined) =>
+const withOwn = <M extends object>(message: M, headers: Readonly<Record<string, string>> | undefined) =>
   headers === undefined ? message : { ...message, headers }
 
 interface Assembly {
@@ -136,8 +136,10 @@ const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
 }
 
 /** Stateful per stream run: joins parts by chunk id, drops parts whose predecessors were never seen. */
-const makeReassembler = () => {
+const makeReassembler = (keepHeaders = true) => {
   const open = new Map<string, Assembly>()
+  const withHeaders = <M extends object>(message: M, headers: Readonly<Record<string, string>> | undefined) =>
+    keepHeaders ? withOwn(message, headers) : message
   // Assemblies open in seq order (a Map keeps insertion order), so the first is the oldest.
   const withResume = (message: LogMessage): LogMessage => {
     const oldest = open.values().next()
@@ -173,15 +175,16 @@ const makeReassembler = () => {
   }
 }
 
-const reassemble = <E>(stream: Stream.Stream<RawMessage, E>): Stream.Stream<LogMessage, E> =>
-  Stream.suspend(() => Stream.filterMap(stream, makeReassembler()))
+/** Messages whole; without their headers for a reader that asked so (`withoutHeaders`), once joined. */
+const reassemble = <E>(stream: Stream.Stream<RawMessage, E>, options: ReadOptions | undefined): Stream.Stream<LogMessage, E> =>
+  Stream.suspend(() => Stream.filterMap(stream, makeReassembler(options?.withoutHeaders !== true)))
 
 /** The port over a raw adapter: splits large appends into parts and joins them again on read. */
 export const withChunking = (raw: RawEventLog, options: StampOptions = {}): EventLogShape => ({
   maxPayload: raw.maxPayload,
   append: appendStamped(raw, options),
-  read: (filter, fromSeq, options) => reassemble(raw.read(filter, fromSeq, options)),
-  follow: (filter, fromSeq, options) => reassemble(raw.follow(filter, fromSeq, options)),
+  read: (filter, fromSeq, options) => reassemble(raw.read(filter, fromSeq, options), options),
+  follow: (filter, fromSeq, options) => reassemble(raw.follow(filter, fromSeq, options), options),
   readMessage: (subject, firstSeq, seq) =>
     Effect.map(raw.range(subject, firstSeq, seq), (stored) => {
       const join = makeReassembler()
