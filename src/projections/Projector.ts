@@ -161,6 +161,7 @@ export const makeApplier = (
       for (const name of projectionNames) setOffset.run(name, last.seq, last.resumeSeq ?? last.seq + 1)
     }
     batches.flush()
+    batches.settleClosed()
     return skipped
   })
   return (messages: ReadonlyArray<LogMessage>): Array<number> => {

@@ -129,10 +129,29 @@ export const batchesProjection = (
     if (c.final_written !== null && c.final_written === (c.closing ?? "completed") && c.running === 0 && idleLeft === 0) {
       c.status = c.final_written
       c.finishedAt = event.at
-    } else if (c.final_written === null && c.running === 0 && idleLeft === 0) changed?.({ kind: "settled", batchId: event.batch_id })
+    } else if (c.running === 0 && idleLeft === 0) changed?.({ kind: "settled", batchId: event.batch_id })
   }
   const close = (id: string, as: ClosedAs, at: number, error: object | null) =>
     moves(id, () => s.close.run({ id, as, at: secs(at), error: error === null ? null : JSON.stringify(error) }).changes > 0)
+  /** Batches a closing event closed in this window, while no final event followed it yet. */
+  const closedNow = new Set<string>()
+  const closing = (id: string, as: ClosedAs, at: number, error: object | null) => {
+    const closed = close(id, as, at, error)
+    if (closed) closedNow.add(id)
+    return closed
+  }
+  /**
+   * A closing decided on a batch read while its last running row settled on another instance's lane
+   * leaves nothing running, so no row's settle brings the final event: reconciling must. Checked once
+   * the window is applied, since a closing decided with nothing running is followed by its final event.
+   */
+  const settleClosed = () => {
+    for (const id of closedNow) {
+      const c = s.target.get(id) as RowTarget | undefined
+      if (c !== undefined && c.final_written !== c.closing && c.running === 0) changed?.({ kind: "settled", batchId: id })
+    }
+    closedNow.clear()
+  }
   const finalEvent = (id: string, status: FinalStatus, at: number) => {
     s.finalWritten.run({ status, id })
     moves(id, () => s.finish.run({ id, at: secs(at) }))
@@ -168,11 +187,11 @@ export const batchesProjection = (
         moves(event.batch_id, () => s.started.run(secs(event.at), event.batch_id))
         return false
       case "batch_cancelling":
-        return close(event.batch_id, "cancelled", event.at, null)
+        return closing(event.batch_id, "cancelled", event.at, null)
       case "batch_failing":
-        return close(event.batch_id, "failed", event.at, event.error)
+        return closing(event.batch_id, "failed", event.at, event.error)
       case "batch_expiring":
-        return close(event.batch_id, "expired", event.at, null)
+        return closing(event.batch_id, "expired", event.at, null)
       case "batch_cancelled":
         finalEvent(event.batch_id, "cancelled", event.at)
         return false
@@ -199,5 +218,15 @@ export const batchesProjection = (
         return false
     }
   }
-  return { apply, target, applyRow, flush, discard: () => held.clear() }
+  return {
+    apply,
+    target,
+    applyRow,
+    flush,
+    settleClosed,
+    discard: () => {
+      held.clear()
+      closedNow.clear()
+    },
+  }
 }
