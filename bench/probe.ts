@@ -8,6 +8,8 @@
  *   latency, and the utilization between the first start and the last settle.
  * - `reads`: a completed 20,000-row batch, then 3,000 reads of each kind B12's readers make (the batch, a
  *   results page of 100 walking its pages, the list of 20), 32 in flight; prints Sluice's CPU time per read.
+ * - `deep`: one 20,000-row batch alone, then 20 batches of 10,000 rows sharing the 64 slots (B13's shape,
+ *   smaller); prints Sluice's CPU time per completed row for each, which B13's ratio follows on a busy core.
  * Add node flags for the Sluice process with BENCH_SLUICE_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=DIR).
  */
 import Database from "better-sqlite3"
@@ -17,7 +19,9 @@ import { parseArgs } from "node:util"
 import { cpuMs } from "./cpuTime.js"
 import { keepAliveAgent, request } from "./http.js"
 import { BENCH_KEY, cleanupAll, cleanupOnSignals, freePort, MODELS, startNats, startSim, startSluice } from "./processes.js"
+import { accountsFor, UNFINISHED_PER_ACCOUNT } from "./accounts.js"
 import { batchBody, smallRows } from "./rows.js"
+import { completedRows } from "./scenarios/b13DeepQueue.js"
 import { sluiceApi } from "./sluiceApi.js"
 
 const ROWS = 20_000
@@ -29,8 +33,8 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
 })
 const which = positionals[0]
-if (which !== "cpu" && which !== "slots" && which !== "reads") {
-  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats]")
+if (which !== "cpu" && which !== "slots" && which !== "reads" && which !== "deep") {
+  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats] | deep [--nats]")
   process.exit(2)
 }
 
@@ -58,6 +62,40 @@ const cpu = async () => {
     console.log(`batch ${i + 1}: ${rowsPerSecond.toFixed(0)} rows/s, ${((used * 1000) / ROWS).toFixed(0)} µs of CPU a row`)
   }
   api.close()
+}
+
+const DEEP_BATCHES = 20
+const DEEP_ROWS = 10_000
+
+const deep = async () => {
+  const sluice = await fastDeployment()
+  const apis = await accountsFor(sluice.url, DEEP_BATCHES, "probe-deep")
+  const perRow = (used: number, rows: number) => ((used * 1000) / rows).toFixed(0)
+  const alone: Array<number> = []
+  for (let i = 0; i < 2; i++) {
+    const created = await apis[0]!.create(batchBody(smallRows(ROWS, MODELS.fast)))
+    const before = cpuMs(sluice.pid)
+    const done = await apis[0]!.waitFinal(created.id, 25)
+    const used = cpuMs(sluice.pid) - before
+    alone.push((used * 1000) / ROWS)
+    console.log(`alone ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s, ${perRow(used, ROWS)} µs of CPU a row`)
+    await apis[0]!.remove(created.id)
+  }
+  const body = batchBody(smallRows(DEEP_ROWS, MODELS.fast))
+  for (let b = 0; b < DEEP_BATCHES; b++) await apis[Math.floor(b / UNFINISHED_PER_ACCOUNT)]!.create(body)
+  const shared: Array<number> = []
+  for (let w = 0; w < 3; w++) {
+    const rows0 = await completedRows(apis)
+    const cpu0 = cpuMs(sluice.pid)
+    const t0 = performance.now()
+    await new Promise((r) => setTimeout(r, 5_000))
+    const rows = (await completedRows(apis)) - rows0
+    const used = cpuMs(sluice.pid) - cpu0
+    shared.push((used * 1000) / rows)
+    console.log(`${DEEP_BATCHES} batches sharing the slots, 5 s: ${(rows / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s, ${perRow(used, rows)} µs of CPU a row`)
+  }
+  console.log(`CPU a row alone ÷ shared: ${(Math.min(...alone) / Math.min(...shared)).toFixed(2)}`)
+  for (const api of apis) api.close()
 }
 
 interface Stored {
@@ -154,7 +192,7 @@ const reads = async () => {
 
 cleanupOnSignals()
 try {
-  await (which === "cpu" ? cpu() : which === "reads" ? reads() : slots())
+  await (which === "cpu" ? cpu() : which === "reads" ? reads() : which === "deep" ? deep() : slots())
 } finally {
   await cleanupAll()
 }

@@ -8,7 +8,8 @@ import type { SluiceApi } from "../sluiceApi.js"
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Completed rows across every batch of these accounts (one list call each). */
-const completedRows = async (apis: ReadonlyArray<SluiceApi>): Promise<number> => {
+/** The completed rows of every batch the accounts hold. */
+export const completedRows = async (apis: ReadonlyArray<SluiceApi>): Promise<number> => {
   let sum = 0
   for (const api of apis) {
     const reply = await api.call("GET", "/v1/batches?limit=100")
