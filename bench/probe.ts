@@ -16,9 +16,9 @@ import Database from "better-sqlite3"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { cpuMs } from "./cpuTime.js"
+import { cpuMs, writes } from "./cpuTime.js"
 import { keepAliveAgent, request } from "./http.js"
-import { BENCH_KEY, cleanupAll, cleanupOnSignals, freePort, MODELS, startNats, startSim, startSluice } from "./processes.js"
+import { BENCH_KEY, cleanupAll, cleanupOnSignals, freePort, MODELS, residentMb, startNats, startSim, startSluice } from "./processes.js"
 import { accountsFor, UNFINISHED_PER_ACCOUNT } from "./accounts.js"
 import { batchBody, smallRows } from "./rows.js"
 import { completedRows } from "./scenarios/b13DeepQueue.js"
@@ -29,7 +29,7 @@ const SLOTS = 64
 const LATENCY_MS = 50
 
 const { values, positionals } = parseArgs({
-  options: { nats: { type: "boolean", default: false }, batches: { type: "string", default: "5" } },
+  options: { nats: { type: "boolean", default: false }, batches: { type: "string", default: "5" }, windows: { type: "string", default: "3" } },
   allowPositionals: true,
 })
 const which = positionals[0]
@@ -75,24 +75,34 @@ const deep = async () => {
   for (let i = 0; i < 2; i++) {
     const created = await apis[0]!.create(batchBody(smallRows(ROWS, MODELS.fast)))
     const before = cpuMs(sluice.pid)
+    const written0 = writes(sluice.pid)
     const done = await apis[0]!.waitFinal(created.id, 25)
     const used = cpuMs(sluice.pid) - before
+    const written = writes(sluice.pid)
     alone.push((used * 1000) / ROWS)
-    console.log(`alone ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s, ${perRow(used, ROWS)} µs of CPU a row`)
+    console.log(
+      `alone ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s, ${perRow(used, ROWS)} µs of CPU a row, ` +
+        `${((written.bytes - written0.bytes) / ROWS).toFixed(0)} bytes and ${((written.calls - written0.calls) / ROWS).toFixed(1)} write calls a row`,
+    )
     await apis[0]!.remove(created.id)
   }
   const body = batchBody(smallRows(DEEP_ROWS, MODELS.fast))
   for (let b = 0; b < DEEP_BATCHES; b++) await apis[Math.floor(b / UNFINISHED_PER_ACCOUNT)]!.create(body)
   const shared: Array<number> = []
-  for (let w = 0; w < 3; w++) {
+  for (let w = 0; w < Number(values.windows); w++) {
     const rows0 = await completedRows(apis)
     const cpu0 = cpuMs(sluice.pid)
+    const written0 = writes(sluice.pid)
     const t0 = performance.now()
     await new Promise((r) => setTimeout(r, 5_000))
     const rows = (await completedRows(apis)) - rows0
     const used = cpuMs(sluice.pid) - cpu0
+    const written = writes(sluice.pid)
     shared.push((used * 1000) / rows)
-    console.log(`${DEEP_BATCHES} batches sharing the slots, 5 s: ${(rows / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s, ${perRow(used, rows)} µs of CPU a row`)
+    console.log(
+      `${DEEP_BATCHES} batches sharing the slots, 5 s: ${(rows / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s, ${perRow(used, rows)} µs of CPU a row, ` +
+        `${((written.bytes - written0.bytes) / rows).toFixed(0)} bytes and ${((written.calls - written0.calls) / rows).toFixed(1)} write calls a row, RSS ${residentMb(sluice.pid).toFixed(0)} MB`,
+    )
   }
   console.log(`CPU a row alone ÷ shared: ${(Math.min(...alone) / Math.min(...shared)).toFixed(2)}`)
   for (const api of apis) api.close()
