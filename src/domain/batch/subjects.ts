@@ -4,18 +4,30 @@ import { onceOnlyTypes } from "./events.js"
 
 /** The only place batch subjects are built: `batch.<batch_id>.<event type>`. */
 export const batchSubject = (batchId: string, type: BatchEventType) => `batch.${batchId}.${type}`
+// Asked for twice a window (its subject and its id), and the hash showed in B13's profiles; models are few.
+const laneTokens = new Map<string, string>()
 /**
  * A model as one subject token: its id with what a subject may not hold replaced, and a short hash of the
  * id so that two ids made alike stay apart.
  */
-export const laneToken = (model: string) =>
-  `${model.replace(/[^A-Za-z0-9_-]/g, "_")}_${createHash("sha256").update(model).digest("hex").slice(0, 8)}`
+export const laneToken = (model: string) => {
+  let token = laneTokens.get(model)
+  if (token === undefined) {
+    token = `${model.replace(/[^A-Za-z0-9_-]/g, "_")}_${createHash("sha256").update(model).digest("hex").slice(0, 8)}`
+    laneTokens.set(model, token)
+  }
+  return token
+}
 /** Where a model's row events of a batch go, in windows written by the model's lease owner. */
 export const laneSubject = (batchId: string, model: string) => `batch.${batchId}.lane.${laneToken(model)}`
 export const isLaneSubject = (subject: string) => subject.split(".", 4)[2] === "lane"
-/** A lane window's message id: its lane, the lease it was written under and its place in that lease's windows. */
+/**
+ * A lane window's message id: its place on the lane (the seq it is appended on), the lane and the
+ * lease it was written under. The place comes first so that new ids sort near each other: the
+ * embedded log's unique index on them then takes a commit's windows of many batches in a page or two.
+ */
 export const laneMsgId = (batchId: string, model: string, lease: number, n: number) =>
-  `${batchId}:lane:${laneToken(model)}:${lease}:${n}`
+  `lane:${n}:${batchId}:${laneToken(model)}:${lease}`
 export const oneBatch = (batchId: string) => `batch.${batchId}.>`
 export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
