@@ -160,6 +160,24 @@ describe("POST /v1/chat/completions proxies to the model's upstream", () => {
     await heldOpen[1]!.closed
   })
 
+  it("a client that goes away before the answer is counted as 499 (client closed), not as a server error", async () => {
+    const requests = async (status: number) => {
+      const text = await (await fetch(`${sluice.url}/metrics`)).text()
+      const line = text
+        .split("\n")
+        .find((l) => l.startsWith("sluice_http_request_duration_seconds_count{") && l.includes('route="/v1/chat/completions"') && l.includes(`status="${status}"`))
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
+    }
+    const before = { aborted: await requests(499), failed: await requests(500) }
+    const controller = new AbortController()
+    const sent = chat(sluice.url, ask(`slow ${simDirective.latency(5_000)}`), { signal: controller.signal })
+    await waitFor("the upstream has the request", () => sim.stats().inFlight > 0)
+    controller.abort()
+    await expect(sent).rejects.toThrow()
+    await waitFor("the aborted request to be counted", async () => (await requests(499)) === before.aborted + 1)
+    expect(await requests(500)).toBe(before.failed)
+  })
+
   it("the upstream's error status and envelope are passed on, 429 with its Retry-After", async () => {
     const body = ask(`bad ${simDirective.status(422)}`)
     const direct = await fetch(`${sim.url}/chat/completions`, { method: "POST", body: JSON.stringify(body) })
