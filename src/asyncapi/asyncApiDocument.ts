@@ -1,6 +1,6 @@
 import { JSONSchema, type Schema, SchemaAST } from "effect"
 import { AccountEvent, accountSubject } from "../domain/account/events.js"
-import { BatchEvent } from "../domain/batch/events.js"
+import { BatchEvent, rowEventTypes } from "../domain/batch/events.js"
 import { batchSubject } from "../domain/batch/subjects.js"
 import { LaneWindow } from "../domain/batch/laneWindow.js"
 import { IdempotencyEvent } from "../domain/idempotency/events.js"
@@ -42,9 +42,10 @@ const typeOf = (schema: Schema.Schema.Any): string => {
 
 /** Every message the code can publish, read from the event unions themselves. */
 export const messageKinds = (): ReadonlyArray<MessageKind> => [
-  ...BatchEvent.members.map((schema): MessageKind => {
+  // Row events are published only inside lane windows (a log from before them has each on its own subject).
+  ...BatchEvent.members.flatMap((schema): ReadonlyArray<MessageKind> => {
     const type = typeOf(schema) as BatchEvent["type"]
-    return { type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, channel: type }
+    return rowEventTypes.has(type) ? [] : [{ type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, channel: type }]
   }),
   {
     type: "lane_window",
@@ -135,6 +136,8 @@ export const asyncApiDocument = (version: string): Json => {
         "Every change to a batch, an account, an idempotency key or a webhook is an event stored on its own subject of the JetStream stream `SLUICE` " +
         "(or the embedded log's table, with the same subjects and headers). `batch.>` takes every batch event, " +
         "`batch.<batch_id>.>` one batch's whole history, `batch.*.<event_type>` one type across all batches. " +
+        "Row events (`row_started`, `row_retrying`, `row_completed`, `row_failed`, `row_cancelled`) are carried in lane windows, " +
+        "one message holding many of a model's row events of a batch, on `batch.<batch_id>.lane.<lane>`: `batch.*.lane.*` takes every row event. " +
         "Times are Unix milliseconds. Events are never renamed and lose no field; new types and optional fields may be added.",
     },
     defaultContentType: "application/json",

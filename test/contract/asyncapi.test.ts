@@ -9,7 +9,7 @@ import { IdempotencyEvent } from "../../src/domain/idempotency/events.js"
 import { idempotencySubject } from "../../src/domain/idempotency/subjects.js"
 import { WebhookEvent, webhookSubject } from "../../src/domain/webhook/events.js"
 import { onceOnlyTypes, rowEventTypes } from "../../src/domain/batch/events.js"
-import { batchSubject } from "../../src/domain/batch/subjects.js"
+import { batchSubject, laneSubject, laneToken } from "../../src/domain/batch/subjects.js"
 import { CHUNK_HEADER } from "../../src/eventlog/chunking.js"
 import { simDirective } from "../../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
@@ -26,8 +26,11 @@ import { type InProcessSluice, startInProcessSluice } from "../support/inProcess
 const MODEL = "glm-5.3-flash"
 const committed = () => readFileSync(new URL("../../docs/asyncapi.json", import.meta.url), "utf8")
 
-/** Every type the writers may publish, listed from the sets the writers use rather than from the generator's source. */
-const publishedBatchTypes = [...onceOnlyTypes, ...rowEventTypes, "rows_added", "row_bodies"] as const
+/**
+ * Every type the writers publish on its own subject, listed from the sets the writers use rather than
+ * from the generator's source. Row events go only inside lane windows (a test below reads them there).
+ */
+const publishedBatchTypes = [...onceOnlyTypes, "rows_added", "row_bodies"] as const
 const literalType = (m: { fields: { type: unknown } }) => (m.fields.type as { literals: [string] }).literals[0]
 const publishedAccountTypes = AccountEvent.members.map(literalType)
 const publishedIdempotencyTypes = IdempotencyEvent.members.map(literalType)
@@ -65,7 +68,7 @@ describe("the AsyncAPI document", () => {
     const { document, diagnostics } = await new Parser().parse(served)
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
     expect(document?.version()).toMatch(/^3\./)
-    // Every batch event type, and the lane window that carries the row events.
+    // Every batch event type but the row events, and the lane window that carries them.
     expect(document!.messages().all().length).toBe(publishedBatchTypes.length + 1 + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length)
   })
 
@@ -73,8 +76,13 @@ describe("the AsyncAPI document", () => {
     const { document } = await new Parser().parse(served)
     const channels = document!.channels().all()
     const find = (subject: string, type: string) =>
-      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", account_id: "acct_x", digest: "d1", webhook_id: "wh_x" }) === subject)
+      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", lane: laneToken("m"), account_id: "acct_x", digest: "d1", webhook_id: "wh_x" }) === subject)
     for (const type of publishedBatchTypes) expect(find(batchSubject("batch_x", type), type), type).toBeDefined()
+    // Row events are in the lane window's payload, and no channel offers them on a subject of their own.
+    expect(find(laneSubject("batch_x", "m"), "lane_window")).toBeDefined()
+    for (const type of rowEventTypes) expect(channels.find((c) => c.messages().all().some((m) => m.id() === type)), type).toBeUndefined()
+    const windowEvents = JSON.stringify(spec.components.messages.lane_window.payload.properties.events)
+    for (const type of rowEventTypes) expect(windowEvents, type).toContain(type)
     for (const type of publishedAccountTypes) expect(find(accountSubject("acct_x", type as never), type), type).toBeDefined()
     for (const type of publishedIdempotencyTypes) expect(find(idempotencySubject("d1"), type), type).toBeDefined()
     for (const type of publishedWebhookTypes) {
