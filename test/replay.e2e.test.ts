@@ -224,6 +224,15 @@ describe.each(["embedded", "nats"] as const)("npm run replay on the %s event log
     expect(out.code).toBe(1)
   }, 60_000)
 
+  it("reports a live read model with spending the log does not hold as different in usage", async () => {
+    const db = new Database(livePath)
+    db.prepare(`INSERT INTO usage (account_id, day, usd) VALUES ('bootstrap', 20000, 1.5)`).run()
+    db.close()
+    const out = await replay()
+    expect(out.stdout).toMatch(/^result\s+different in .*usage: live 1 rows, rebuilt 0/m)
+    expect(out.code).toBe(1)
+  }, 60_000)
+
   it("with --apply replaces the live read model by the rebuilt one, and the restarted service serves the original results", async () => {
     const out = await replay("--apply")
     expect(out.stdout).toMatch(/^applied/m)
