@@ -56,17 +56,19 @@ const resultStatus = (state: BatchState, row: number): string => {
   return state.closedAs
 }
 
+/** A decider's scenario, events to slip into its log, and the sizes of the windows it is applied in. */
+const messyScenario = scenario.chain((s) =>
+  fc.tuple(
+    fc.constant(s),
+    fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 30 }),
+    fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
+  ),
+)
+
 describe("readers agree", () => {
   it("the projections and the decider's state make the same batch of any log: status, counts, cost, how it closed, and every row's status and attempt", () => {
-    const arb = scenario.chain((s) =>
-      fc.tuple(
-        fc.constant(s),
-        fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 30 }),
-        fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
-      ),
-    )
     fc.assert(
-      fc.property(arb, ([s, extra, windows]) =>
+      fc.property(messyScenario, ([s, extra, windows]) =>
         withReadModel((db) => {
           const apply = makeApplier(db)
           const events = messyLog(s.total, [...s.steps], extra)
@@ -123,15 +125,8 @@ describe("readers agree", () => {
   it("a batch left with every row settled and no final event is announced as settled in the window that left it so", () => {
     const waitsForFinal = (state: BatchState) =>
       state.exists && !state.deleted && !isFinal(state.status) && state.running === 0 && idleRows(state) === 0
-    const arb = scenario.chain((s) =>
-      fc.tuple(
-        fc.constant(s),
-        fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 30 }),
-        fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
-      ),
-    )
     fc.assert(
-      fc.property(arb, ([s, extra, windows]) =>
+      fc.property(messyScenario, ([s, extra, windows]) =>
         withReadModel((db) => {
           const changes: Array<BatchChange> = []
           const apply = makeApplier(db, undefined, undefined, undefined, (change) => changes.push(change))
