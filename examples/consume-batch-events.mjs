@@ -25,6 +25,8 @@ import { connect } from "@nats-io/transport-node"
 const STREAM = "SLUICE"
 const FILTER = "batch.*.>"
 const ACK_WAIT_MS = 5_000
+// A pull or an ack that has not settled by then is taken as lost with a connection: the loop starts over.
+const STALL_MS = 15_000
 
 const { values } = parseArgs({ options: { out: { type: "string" }, durable: { type: "string", default: "batch-events" } } })
 if (values.out === undefined) {
@@ -121,6 +123,15 @@ const handle = async (m) => {
   await m.ackAck().catch(() => false)
 }
 
+/** `promise`, or a rejection once it has not settled within `ms`. */
+const within = (promise, ms, what) => {
+  let timer
+  const stalled = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle in ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, stalled]).finally(() => clearTimeout(timer))
+}
+
 const nc = await connect({ servers: (process.env.NATS_URL ?? "nats://127.0.0.1:4222").split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 })
 let stopping = false
 for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (stopping = true))
@@ -146,11 +157,12 @@ while (!stopping) {
     await ensureConsumer()
     const consumer = await jetstream(nc).consumers.get(STREAM, values.durable)
     while (!stopping) {
-      const m = await consumer.next({ expires: 1_000 })
-      if (m !== null) await handle(m)
+      // A message given up on here was not acked, so it comes again, first (and is skipped if written).
+      const m = await within(consumer.next({ expires: 1_000 }), STALL_MS, "a pull")
+      if (m !== null) await within(handle(m), STALL_MS, "an ack")
     }
   } catch (error) {
-    // The server restarting, the stream not made yet, a pull lost with a connection: start again.
+    // The server restarting, the stream not made yet, a pull or an ack lost with a connection: start again.
     if (!stopping) console.error(`consumer: ${error instanceof Error ? error.message : String(error)}; retrying`)
     await new Promise((r) => setTimeout(r, 500))
   }

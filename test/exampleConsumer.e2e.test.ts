@@ -109,7 +109,9 @@ describe("the example durable consumer", () => {
       ),
     )
     const last = stored[stored.length - 1]!.seq
-    await waitFor("the consumer to reach the log's last batch message", async () => (lines().at(-1)?.seq ?? 0) >= last, { timeoutMs: 60_000 })
+    await waitFor("the consumer to reach the log's last batch message", async () => (lines().at(-1)?.seq ?? 0) >= last, { timeoutMs: 60_000 }).catch((e: Error) => {
+      throw new Error(`${e.message} (seq ${last}; it wrote up to ${lines().at(-1)?.seq ?? "none"}); its output:\n${consumerOutput}`)
+    })
     await stopProcess(consumer!)
     consumer = undefined
 
