@@ -11,33 +11,34 @@ export const noteAccount = (request: HttpServerRequest.HttpServerRequest, accoun
 
 const batchInPath = /^\/v1\/batches\/(batch_[A-Za-z0-9]+)/
 
-// What the platform answers for a request that failed: 499 for a client that went away, 503 for a server that stopped.
-const statusOf = (exit: Exit.Exit<{ readonly status: number }, unknown>) =>
-  Exit.isSuccess(exit) ? Effect.succeed(exit.value.status) : Effect.map(HttpServerError.causeResponse(exit.cause), ([response]) => response.status)
-
 /** Times every request into the request metrics by its route template, and logs one line for it. */
 export const observed =
   (metrics: MetricsShape, routeOf: (method: string, path: string) => string) =>
   (app: HttpApp.Default): HttpApp.Default =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const started = performance.now()
+      const record = (status: number) => {
+        const path = new URL(request.url, "http://sluice").pathname
+        const route = routeOf(request.method, path)
+        const seconds = (performance.now() - started) / 1000
+        metrics.httpRequest(request.method, route, status, seconds)
+        const batchId = batchInPath.exec(path)?.[1]
+        return Effect.logInfo(`${request.method} ${path} ${status}`).pipe(
+          Effect.annotateLogs({
+            method: request.method,
+            route,
+            status,
+            ms: Math.round(seconds * 10_000) / 10,
+            ...(batchId === undefined ? {} : { batch_id: batchId }),
+            ...(accounts.has(request.source as object) ? { account: accounts.get(request.source as object)! } : {}),
+          }),
+        )
+      }
+      // A request that failed has the status the platform answers it with: 499 for a client that went
+      // away, 503 for a server that stopped.
       return Effect.onExit(app, (exit) =>
-        Effect.flatMap(statusOf(exit), (status) => {
-          const path = new URL(request.url, "http://sluice").pathname
-          const route = routeOf(request.method, path)
-          const seconds = (performance.now() - started) / 1000
-          metrics.httpRequest(request.method, route, status, seconds)
-          const batchId = batchInPath.exec(path)?.[1]
-          return Effect.logInfo(`${request.method} ${path} ${status}`).pipe(
-            Effect.annotateLogs({
-              method: request.method,
-              route,
-              status,
-              ms: Math.round(seconds * 10_000) / 10,
-              ...(batchId === undefined ? {} : { batch_id: batchId }),
-              ...(accounts.has(request.source as object) ? { account: accounts.get(request.source as object)! } : {}),
-            }),
-          )
-        }),
+        Exit.isSuccess(exit)
+          ? record(exit.value.status)
+          : Effect.flatMap(HttpServerError.causeResponse(exit.cause), ([response]) => record(response.status)),
       )
     })
