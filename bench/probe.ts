@@ -67,23 +67,31 @@ const cpu = async () => {
 const DEEP_BATCHES = 20
 const DEEP_ROWS = 10_000
 
+/** What the process spends from now on, a row: CPU (µs), and bytes and calls handed to writes. */
+const spending = (pid: number) => {
+  const cpu0 = cpuMs(pid)
+  const written0 = writes(pid)
+  return (rows: number) => {
+    const written = writes(pid)
+    const cpuUs = ((cpuMs(pid) - cpu0) * 1000) / rows
+    return {
+      cpuUs,
+      text: `${cpuUs.toFixed(0)} µs of CPU a row, ${((written.bytes - written0.bytes) / rows).toFixed(0)} bytes and ${((written.calls - written0.calls) / rows).toFixed(1)} write calls a row`,
+    }
+  }
+}
+
 const deep = async () => {
   const sluice = await fastDeployment()
   const apis = await accountsFor(sluice.url, DEEP_BATCHES, "probe-deep")
-  const perRow = (used: number, rows: number) => ((used * 1000) / rows).toFixed(0)
   const alone: Array<number> = []
   for (let i = 0; i < 2; i++) {
     const created = await apis[0]!.create(batchBody(smallRows(ROWS, MODELS.fast)))
-    const before = cpuMs(sluice.pid)
-    const written0 = writes(sluice.pid)
+    const spent = spending(sluice.pid)
     const done = await apis[0]!.waitFinal(created.id, 25)
-    const used = cpuMs(sluice.pid) - before
-    const written = writes(sluice.pid)
-    alone.push((used * 1000) / ROWS)
-    console.log(
-      `alone ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s, ${perRow(used, ROWS)} µs of CPU a row, ` +
-        `${((written.bytes - written0.bytes) / ROWS).toFixed(0)} bytes and ${((written.calls - written0.calls) / ROWS).toFixed(1)} write calls a row`,
-    )
+    const { cpuUs, text } = spent(ROWS)
+    alone.push(cpuUs)
+    console.log(`alone ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s, ${text}`)
     await apis[0]!.remove(created.id)
   }
   const body = batchBody(smallRows(DEEP_ROWS, MODELS.fast))
@@ -91,18 +99,14 @@ const deep = async () => {
   const shared: Array<number> = []
   for (let w = 0; w < Number(values.windows); w++) {
     const rows0 = await completedRows(apis)
-    const cpu0 = cpuMs(sluice.pid)
-    const written0 = writes(sluice.pid)
+    const spent = spending(sluice.pid)
     const t0 = performance.now()
     await new Promise((r) => setTimeout(r, 5_000))
     const rows = (await completedRows(apis)) - rows0
-    const used = cpuMs(sluice.pid) - cpu0
-    const written = writes(sluice.pid)
-    shared.push((used * 1000) / rows)
-    console.log(
-      `${DEEP_BATCHES} batches sharing the slots, 5 s: ${(rows / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s, ${perRow(used, rows)} µs of CPU a row, ` +
-        `${((written.bytes - written0.bytes) / rows).toFixed(0)} bytes and ${((written.calls - written0.calls) / rows).toFixed(1)} write calls a row, RSS ${residentMb(sluice.pid).toFixed(0)} MB`,
-    )
+    const { cpuUs, text } = spent(rows)
+    shared.push(cpuUs)
+    const rate = rows / ((performance.now() - t0) / 1000)
+    console.log(`${DEEP_BATCHES} batches sharing the slots, 5 s: ${rate.toFixed(0)} rows/s, ${text}, RSS ${residentMb(sluice.pid).toFixed(0)} MB`)
   }
   console.log(`CPU a row alone ÷ shared: ${(Math.min(...alone) / Math.min(...shared)).toFixed(2)}`)
   for (const api of apis) api.close()

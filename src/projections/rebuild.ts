@@ -84,7 +84,8 @@ const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 // JSON would spell a blob as an object of bytes and throw on a bigint; neither column type exists today.
 // Money is summed in the order each reader met it: a rebuild after a purge adds a deleted batch's
 // spending as one sum where the live model added row by row, which can differ in the last bits.
-const canonical = (value: unknown) =>
+/** A stored value as the digest writes it; two values the same by it are the same read model content. */
+export const canonical = (value: unknown) =>
   Buffer.isBuffer(value)
     ? `x'${value.toString("hex")}'`
     : typeof value === "bigint"
