@@ -161,13 +161,17 @@ export const Live = Layer.effect(
     const metrics = yield* Metrics
     const lanes = makeLanes()
     const live = new Map<string, Entry>()
+    /** Each batch's appends on their way, whether or not their entry is still the live one. */
+    const draining = new Map<string, Deferred.Deferred<void>>()
 
     /** Reads in progress, by batch: every caller that needs the batch meanwhile waits for the same read. */
     const loads = new Map<string, Deferred.Deferred<Entry, LogUnavailable>>()
 
     /**
      * Reads the batch from the log again. From this moment until the read is done no decision is made on
-     * it: a decision on the entry being replaced would be lost to the new one, and decided again.
+     * it: a decision on the entry being replaced would be lost to the new one, and decided again. The read
+     * starts once the replaced entry's appends are done: one still on its way when the read passed would
+     * be in the log but not in the batch read, and a row it started would never be settled.
      */
     const load = (batchId: string): Effect.Effect<Entry, LogUnavailable> =>
       Effect.suspend(() => {
@@ -175,11 +179,12 @@ export const Live = Layer.effect(
         if (reading !== undefined) return Deferred.await(reading)
         const done = Deferred.unsafeMake<Entry, LogUnavailable>(FiberId.none)
         loads.set(batchId, done)
+        const appending = draining.get(batchId)
         live.delete(batchId)
         // The read is the writer's, not its first caller's: on a fiber of its own, so a caller interrupted
         // meanwhile (an actor stopped as its lease is lost) cannot leave the batch's read pending for good.
         Runtime.runFork(runtime)(
-          loadBatchFromLog(log, batchId).pipe(
+          (appending === undefined ? loadBatchFromLog(log, batchId) : Effect.zipRight(Deferred.await(appending), loadBatchFromLog(log, batchId))).pipe(
             Effect.map(({ state, owner, rowModels, tips }): Entry => {
               lanes.learn(batchId, owner?.models ?? [], tips)
               const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
@@ -288,11 +293,22 @@ export const Live = Layer.effect(
         }
         const done = current.drained
         current.drained = undefined
-        if (done !== undefined) yield* Deferred.succeed(done, undefined)
+        if (done !== undefined) {
+          if (draining.get(batchId) === done) draining.delete(batchId)
+          yield* Deferred.succeed(done, undefined)
+        }
         // Forgotten only once its last events are in the log.
         const { state } = current
         if (isFinal(state.status) && state.running === 0 && live.get(state.id) === current) live.delete(state.id)
       })
+
+    /** The entry's outbox is appended unless an append of it is already on its way (which takes it too). */
+    const startDrain = (batchId: string, current: Entry) => {
+      if (current.drained !== undefined) return
+      current.drained = Deferred.unsafeMake<void>(FiberId.none)
+      draining.set(batchId, current.drained)
+      Runtime.runFork(runtime)(drain(batchId, current))
+    }
 
     const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
 
@@ -302,8 +318,10 @@ export const Live = Layer.effect(
       current: Entry,
       command: BatchCommand,
       lane: LaneHold | undefined,
-    ): Effect.Effect<Decided, Rejection | LeaseLost> => {
+    ): Effect.Effect<Decided, Rejection | WriteError> => {
       if (lane !== undefined && !lane.valid()) return Effect.fail(new LeaseLost({ model: lane.model, reason: "the lease was not renewed in time" }))
+      // Replaced (read again) since the caller got it: decided on the batch as it is now instead.
+      if (live.get(batchId) !== current) return decideCommand(batchId, command, lane)
       const decision = decide(command, current.state)
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = decision.right
@@ -315,10 +333,7 @@ export const Live = Layer.effect(
       const finished = !wasFinal && isFinal(current.state.status)
       const outgoing: Outgoing = { events, lane, exit: undefined, waiting: undefined, after }
       current.outbox.push(outgoing)
-      if (current.drained === undefined) {
-        current.drained = Deferred.unsafeMake<void>(FiberId.none)
-        Runtime.runFork(runtime)(drain(batchId, current))
-      }
+      startDrain(batchId, current)
       const written: Effect.Effect<Written, WriteError> = appended(outgoing).pipe(
         Effect.matchEffect({
           onFailure: (error) => {
@@ -421,10 +436,7 @@ export const Live = Layer.effect(
         }
         const outgoing: Outgoing = { events: interrupted, lane, claim: true, exit: undefined, waiting: undefined, after: undefined }
         current.outbox.push(outgoing)
-        if (current.drained === undefined) {
-          current.drained = Deferred.unsafeMake<void>(FiberId.none)
-          Runtime.runFork(runtime)(drain(batchId, current))
-        }
+        startDrain(batchId, current)
         const claimed = yield* Effect.either(appended(outgoing))
         if (Either.isLeft(claimed)) {
           if (live.get(batchId) === current) live.delete(batchId)

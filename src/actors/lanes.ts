@@ -16,6 +16,8 @@ export const makeLanes = () => {
   const tips = new Map<string, LaneTip>()
   const bySubject = new Map<string, string>()
   const key = (batchId: string, model: string) => `${batchId}\u0000${model}`
+  // A window is appended once, as built: one given up on (its ack lost) is decided again, as a new window.
+  let made = 0
 
   /** The batch was read from the log: its lanes stand where that read found them. */
   const learn = (batchId: string, models: ReadonlyArray<string>, found: ReadonlyMap<string, LaneTip>) => {
@@ -38,8 +40,9 @@ export const makeLanes = () => {
     return {
       subject,
       data: encoder.encode(JSON.stringify(payload)),
-      // The same window retried on the same position is the same message: the log stores it once.
-      msgId: laneMsgId(batchId, lane.model, lane.revision, tip.seq),
+      // Unique to this window: another one on the same place, after this one's append was given up on but
+      // while it was still on its way to the log, is refused there as out of place, not taken as this one.
+      msgId: laneMsgId(batchId, lane.model, lane.revision, tip.seq, ++made),
       expectLastSubjectSeq: tip.seq,
     }
   }

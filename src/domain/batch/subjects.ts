@@ -22,12 +22,14 @@ export const laneToken = (model: string) => {
 export const laneSubject = (batchId: string, model: string) => `batch.${batchId}.lane.${laneToken(model)}`
 export const isLaneSubject = (subject: string) => subject.split(".", 4)[2] === "lane"
 /**
- * A lane window's message id: its place on the lane (the seq it is appended on), the lane and the
- * lease it was written under. The place comes first so that new ids sort near each other: the
- * embedded log's unique index on them then takes a commit's windows of many batches in a page or two.
+ * A lane window's message id: its place on the lane (the seq it is appended on), the lane, the lease it
+ * was written under and the window's number among those its writer made. The place comes first so that
+ * new ids sort near each other: the embedded log's unique index on them then takes a commit's windows of
+ * many batches in a page or two. The number keeps two windows apart that one lease built on one place:
+ * the log would store the first and answer the second as its duplicate, its events never written.
  */
-export const laneMsgId = (batchId: string, model: string, lease: number, n: number) =>
-  `lane:${n}:${batchId}:${laneToken(model)}:${lease}`
+export const laneMsgId = (batchId: string, model: string, lease: number, n: number, window: number) =>
+  `lane:${n}:${batchId}:${laneToken(model)}:${lease}:${window}`
 export const oneBatch = (batchId: string) => `batch.${batchId}.>`
 export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
