@@ -132,7 +132,10 @@ const within = (promise, ms, what) => {
   return Promise.race([promise, stalled]).finally(() => clearTimeout(timer))
 }
 
-const nc = await connect({ servers: (process.env.NATS_URL ?? "nats://127.0.0.1:4222").split(","), maxReconnectAttempts: -1, reconnectTimeWait: 250 })
+const servers = (process.env.NATS_URL ?? "nats://127.0.0.1:4222").split(",")
+console.error(`connecting to ${servers.join(", ")}`)
+// Started while nats-server is down (restarting, or not up yet), it waits for it instead of exiting.
+const nc = await connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true })
 let stopping = false
 for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => (stopping = true))
 
