@@ -170,6 +170,18 @@ describe("the upstream thread's limit per target", () => {
     expect(answered).toEqual([])
   })
 
+  // A process paused past its lease holds calls here; on resume the answers that were waiting free their
+  // slots before the main thread learns the lease is gone.
+  it("does not send a held call whose notAfter passed while it waited for a slot", async () => {
+    const { sim, to } = await simulator()
+    thread.limit(to, 1)
+    const first = new Promise<UpstreamOutcome>((resolve) => thread.send(to, body("[sim:latency=300] first"), resolve))
+    const late = new Promise<UpstreamOutcome>((resolve) => thread.send(to, body("second"), resolve, undefined, Date.now() + 100))
+    expect(await first).toMatchObject({ _tag: "Response", status: 200 })
+    expect(await late).toMatchObject({ _tag: "NetworkError", message: expect.stringMatching(/lease lapsed/) })
+    expect(sim.stats().received).toBe(1)
+  })
+
   it("holds new calls under a lowered limit and sends them when it is raised", async () => {
     const { sim, to } = await simulator({ faults: { hangRate: 1 } })
     thread.limit(to, 3)

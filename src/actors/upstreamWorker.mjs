@@ -38,9 +38,22 @@ const sendHeld = (lane) => {
   while (lane.running < lane.limit && lane.held.length > 0) {
     const call = /** @type {Call} */ (lane.held.shift())
     if (!pending()) setImmediate(flush)
+    if (lapsed(call)) continue
     launched.push(call.id)
     launch(call, lane)
   }
+}
+/**
+ * A call whose lease has lapsed since it was started (the process was paused between the start and
+ * its sending: on its way here, or held here for a slot) is answered as not sent: another owner may run
+ * the model by now. Checked again when a held call gets its slot, since answers that waited out the
+ * pause free slots here before the main thread learns the lease is gone.
+ * @param {Call} call
+ */
+const lapsed = (call) => {
+  if (call.notAfter === undefined || Date.now() <= call.notAfter) return false
+  answer(call.id, { _tag: "NetworkError", message: "The call was not sent: the model's lease lapsed before it could be" })
+  return true
 }
 /** @param {number} id */
 const freeSlot = (id) => {
@@ -80,12 +93,7 @@ const answer = (id, outcome) => {
 /** @param {Call} call */
 const send = (call) => {
   live.set(call.id, null)
-  // A call that reaches this thread after the lease it was started under has lapsed (the process was
-  // paused between the start and here) is not sent: another owner may run the model by now.
-  if (call.notAfter !== undefined && Date.now() > call.notAfter) {
-    answer(call.id, { _tag: "NetworkError", message: "The call was not sent: the model's lease lapsed before it could be" })
-    return
-  }
+  if (lapsed(call)) return
   const lane = laneOf(call.target)
   if (lane.running < lane.limit) return launch(call, lane)
   if (!pending()) setImmediate(flush)
