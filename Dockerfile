@@ -9,7 +9,7 @@ COPY package.json package-lock.json ./
 COPY bin ./bin
 COPY src ./src
 COPY console ./console
-# `prepare` bundles the server and the CLI into dist/.
+# `prepare` bundles the server, the CLI and `npm run replay` into dist/.
 RUN npm ci --omit=dev
 
 FROM node:20-bookworm-slim

@@ -1,6 +1,6 @@
-// Bundles the CLI into dist/sluice.mjs and the server into dist/server.mjs (see bin/runBundle.mjs for why), the
-// web console into dist/console/ (which the server serves at /console), and compiles the SDK (`sluice/sdk`) to
-// JavaScript with its .d.ts files in dist/lib.
+// Bundles the CLI into dist/sluice.mjs, the server into dist/server.mjs and `npm run replay` into dist/replay.mjs
+// (see bin/runBundle.mjs for why), the web console into dist/console/ (which the server serves at /console), and
+// compiles the SDK (`sluice/sdk`) to JavaScript with its .d.ts files in dist/lib.
 import { execFileSync } from "node:child_process"
 import { copyFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -21,6 +21,7 @@ await Promise.all([
   // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
   build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs"), external: ["better-sqlite3"] }),
   build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
+  build({ ...common, entryPoints: [path("../src/replay.ts")], outfile: path("../dist/replay.mjs"), external: ["better-sqlite3"] }),
   build({
     entryPoints: [path("../console/main.ts")],
     outfile: path("../dist/console/console.js"),

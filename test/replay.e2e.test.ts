@@ -24,7 +24,7 @@ const runReplay = (dataDir: string, natsUrl: string | undefined, ...args: Array<
   const env: Record<string, string> = { ...(process.env as Record<string, string>), SLUICE_DATA_DIR: dataDir }
   delete env.NATS_URL
   if (natsUrl !== undefined) env.NATS_URL = natsUrl
-  return runToEnd(process.execPath, ["--import", "tsx", "src/replay.ts", ...args], { env })
+  return runToEnd(process.execPath, ["bin/replay.mjs", ...args], { env })
 }
 
 const fileDigest = (path: string): ReadModelDigest => {
