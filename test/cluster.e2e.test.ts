@@ -3,6 +3,7 @@ import { connect } from "@nats-io/transport-node"
 import { Effect, Schedule } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as JetStreamEventLog from "../src/eventlog/JetStreamEventLog.js"
+import { LOG_RETRY_AFTER_SECONDS } from "../src/http/errors.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsCluster, startNatsCluster } from "./support/natsCluster.js"
@@ -19,6 +20,18 @@ import { waitFor } from "./support/waitFor.js"
 
 const MODEL = "glm-5.3-flash"
 const rows = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => chatRow(`${prefix}-${i}`, `${prefix} row ${i}`))
+
+/** Every result, asked again after the Retry-After of an "unavailable at the moment" answer (up to 10 times). */
+const resultsWhenAvailable = async (api: ReturnType<typeof client>, batchId: string): Promise<Array<any>> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await api.allResults(batchId)
+    } catch (error) {
+      if (attempt >= 10 || !String(error).includes('"code":"batch_inference_unavailable"')) throw error
+      await new Promise((r) => setTimeout(r, LOG_RETRY_AFTER_SECONDS * 1000))
+    }
+  }
+}
 
 describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () => {
   let cluster: NatsCluster
@@ -97,7 +110,9 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
     const final = await api.waitFinal(id, 60_000)
     expect(final.status).toBe("completed")
     expect(final.request_counts).toEqual({ total: 200, completed: 200, failed: 0 })
-    const results = await api.allResults(id)
+    // While the restarted node rejoins, a JetStream request may time out: Sluice then answers the seed's
+    // 404 "unavailable at the moment" with Retry-After, which a client honours and asks again.
+    const results = await resultsWhenAvailable(api, id)
     expect(results.map((r) => r.custom_id)).toEqual(rows("r", 200).map((r) => r.custom_id))
     for (const [i, r] of results.entries()) {
       expect(r.status).toBe("completed")
