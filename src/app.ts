@@ -22,6 +22,8 @@ import * as SqliteEventLog from "./eventlog/SqliteEventLog.js"
 import type { StampOptions } from "./eventlog/eventHeaders.js"
 import * as LocalLeaseStore from "./actors/lease/localLeaseStore.js"
 import * as NatsLeaseStore from "./actors/lease/natsLeaseStore.js"
+import * as FateStore from "./actors/fate/FateStore.js"
+import * as NatsFateStore from "./actors/fate/natsFateStore.js"
 import { serverLayer } from "./http/server.js"
 import { HttpSettings } from "./http/settings.js"
 import * as Projector from "./projections/Projector.js"
@@ -43,6 +45,13 @@ export const leaseStoreLayer = (config: SluiceConfig) =>
   Option.match(config.natsUrl, {
     onNone: () => LocalLeaseStore.layer(config.leaseTtlMs),
     onSome: (url) => NatsLeaseStore.layer({ url, ttlMs: config.leaseTtlMs, replicas: config.natsReplicas }),
+  })
+
+/** How batches end: claimed in a KV bucket beside the JetStream log, where several instances decide them; the embedded log has one. */
+export const fateStoreLayer = (config: SluiceConfig) =>
+  Option.match(config.natsUrl, {
+    onNone: () => FateStore.single,
+    onSome: (url) => NatsFateStore.layer({ url, replicas: config.natsReplicas }),
   })
 
 /** Instances on one NATS log share their accounts' slots and models' interactive load; the embedded log has one instance. */
@@ -84,6 +93,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     Layer.provideMerge(BatchLifecycle.layer),
   )
   const writers = Layer.mergeAll(batchWriter, onActorClock(Accounts.Live), onActorClock(ActorClock.layer)).pipe(
+    Layer.provideMerge(fateStoreLayer(config)),
     Layer.provideMerge(core),
   )
   const actors = Layer.merge(

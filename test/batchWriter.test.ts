@@ -4,7 +4,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as BatchWriter from "../src/actors/BatchWriter.js"
+import * as FateStore from "../src/actors/fate/FateStore.js"
 import type { BatchCommand } from "../src/domain/batch/decide.js"
+import type { Ending } from "../src/domain/batch/fate.js"
 import { type AppendInput, EventLog, LogUnavailable, WrongLastSequence } from "../src/eventlog/EventLog.js"
 import { isLaneSubject } from "../src/domain/batch/subjects.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
@@ -12,20 +14,23 @@ import * as Projector from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
 import { InstanceId, Metrics } from "../src/metrics/Metrics.js"
 
-/** The writer over a real embedded log, read model and projector, as the service builds them. */
-const writerWithMetrics = (dir: string) =>
-  Effect.map(
-    Layer.build(
-      BatchWriter.Live.pipe(
-        Layer.provideMerge(Projector.Live),
-        Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-        Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })),
-        Layer.provideMerge(Metrics.live),
-        Layer.provide(InstanceId.layer("test")),
-      ),
+/** The writer over `log`, a real read model and projector, as the service builds them. */
+const built = <E>(dir: string, log: Layer.Layer<EventLog, E>) =>
+  Layer.build(
+    BatchWriter.Live.pipe(
+      Layer.provide(FateStore.single),
+      Layer.provideMerge(Projector.Live),
+      Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
+      Layer.provideMerge(log),
+      Layer.provideMerge(Metrics.live),
+      Layer.provide(InstanceId.layer("test")),
     ),
-    (context) => ({ writer: Context.get(context, BatchWriter.BatchWriter), metrics: Context.get(context, Metrics) }),
   )
+const writerOn = <E>(dir: string, log: Layer.Layer<EventLog, E>) => Effect.map(built(dir, log), (context) => Context.get(context, BatchWriter.BatchWriter))
+const embeddedLog = (dir: string) => SqliteEventLog.layer({ path: join(dir, "log.sqlite") })
+/** The writer over a real embedded log. */
+const writerWithMetrics = (dir: string) =>
+  Effect.map(built(dir, embeddedLog(dir)), (context) => ({ writer: Context.get(context, BatchWriter.BatchWriter), metrics: Context.get(context, Metrics) }))
 const writerIn = (dir: string) => Effect.map(writerWithMetrics(dir), ({ writer }) => writer)
 
 const completed = (row: number, at: number): BatchCommand => ({
@@ -34,6 +39,15 @@ const completed = (row: number, at: number): BatchCommand => ({
   attempt: 1,
   at,
   outcome: { _tag: "Completed", response: { status_code: 200, request_id: `req_${row}`, body: {} }, costUsd: 0 },
+})
+
+/** A batch of `n` rows of the model "m". */
+const batchOf = (n: number) => ({
+  accountId: "acc",
+  keyId: "key",
+  completionWindowMs: 86_400_000,
+  metadata: null,
+  requests: Array.from({ length: n }, (_, i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
 })
 
 const lane = { model: "m", owner: "test", revision: 1, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
@@ -51,13 +65,7 @@ describe("the batch writer", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const writer = yield* writerIn(dir)
-          const { batchId } = yield* writer.create({
-            accountId: "acc",
-            keyId: "key",
-            completionWindowMs: 86_400_000,
-            metadata: null,
-            requests: [0, 1, 2].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
-          })
+          const { batchId } = yield* writer.create(batchOf(3))
           for (const row of [0, 1]) yield* writer.executeRow(batchId, { type: "StartRow", row, at: 1 }, lane)
           yield* writer.execute(batchId, { type: "Cancel", at: 2 })
           yield* writer.executeRow(batchId, completed(0, 3), lane)
@@ -125,24 +133,9 @@ describe("the batch writer's reads of a batch from the log", () => {
                 read: (filter: string, fromSeq: number, options?: Parameters<typeof inner.read>[2]) =>
                   Stream.unwrap(Effect.as(held === undefined ? Effect.void : Deferred.await(held), inner.read(filter, fromSeq, options))),
               })),
-            ).pipe(Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })))
-            const context = yield* Layer.build(
-              BatchWriter.Live.pipe(
-                Layer.provideMerge(Projector.Live),
-                Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-                Layer.provideMerge(gated),
-                Layer.provideMerge(Metrics.live),
-                Layer.provide(InstanceId.layer("test")),
-              ),
-            )
-            const writer = Context.get(context, BatchWriter.BatchWriter)
-            const { batchId } = yield* writer.create({
-              accountId: "acc",
-              keyId: "key",
-              completionWindowMs: 86_400_000,
-              metadata: null,
-              requests: [0, 1].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
-            })
+            ).pipe(Layer.provideMerge(embeddedLog(dir)))
+            const writer = yield* writerOn(dir, gated)
+            const { batchId } = yield* writer.create(batchOf(2))
             held = yield* Deferred.make<void>()
             writer.invalidate(batchId)
             // The first caller starts the read and is interrupted while the log holds it (its actor stopped).
@@ -190,24 +183,9 @@ describe("the batch writer's lane windows", () => {
                     return Effect.zipRight(before, inner.append(inputs))
                   }),
               })),
-            ).pipe(Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })))
-            const context = yield* Layer.build(
-              BatchWriter.Live.pipe(
-                Layer.provideMerge(Projector.Live),
-                Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-                Layer.provideMerge(delaying),
-                Layer.provideMerge(Metrics.live),
-                Layer.provide(InstanceId.layer("test")),
-              ),
-            )
-            const writer = Context.get(context, BatchWriter.BatchWriter)
-            const { batchId } = yield* writer.create({
-              accountId: "acc",
-              keyId: "key",
-              completionWindowMs: 86_400_000,
-              metadata: null,
-              requests: [0, 1, 2].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
-            })
+            ).pipe(Layer.provideMerge(embeddedLog(dir)))
+            const writer = yield* writerOn(dir, delaying)
+            const { batchId } = yield* writer.create(batchOf(3))
             yield* writer.executeRow(batchId, { type: "StartRow", row: 0, at: 1 }, lane)
 
             giveUpNextWindow = true
@@ -267,24 +245,9 @@ describe("the batch writer's lane windows", () => {
                     return inner.append(inputs)
                   }),
               })),
-            ).pipe(Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })))
-            const context = yield* Layer.build(
-              BatchWriter.Live.pipe(
-                Layer.provideMerge(Projector.Live),
-                Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-                Layer.provideMerge(racing),
-                Layer.provideMerge(Metrics.live),
-                Layer.provide(InstanceId.layer("test")),
-              ),
-            )
-            const writer = Context.get(context, BatchWriter.BatchWriter)
-            const { batchId } = yield* writer.create({
-              accountId: "acc",
-              keyId: "key",
-              completionWindowMs: 86_400_000,
-              metadata: null,
-              requests: [0, 1, 2].map((i) => ({ custom_id: `r${i}`, model: "m", body: {} })),
-            })
+            ).pipe(Layer.provideMerge(embeddedLog(dir)))
+            const writer = yield* writerOn(dir, racing)
+            const { batchId } = yield* writer.create(batchOf(3))
             yield* writer.executeRow(batchId, { type: "StartRow", row: 0, at: 1 }, lane)
 
             refuseNextWindow = true
@@ -309,5 +272,114 @@ describe("the batch writer's lane windows", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+/**
+ * Two writers on one log, as two instances decide a batch each on its own view: one runs the batch's
+ * lane, the other its lifecycle commands. Their endings are claimed in one store that keeps the first,
+ * as the NATS bucket does; `gate` holds a writer's claims until it is opened.
+ */
+const twoWriters = (dir: string, arbitrated: boolean) =>
+  Effect.gen(function* () {
+    const claimed = new Map<string, Ending>()
+    const gates = new Map<string, Deferred.Deferred<void>>()
+    const storeFor = (writer: string) =>
+      Layer.succeed(
+        FateStore.FateStore,
+        FateStore.FateStore.of({
+          claim: (batchId, ending) =>
+            Effect.zipRight(
+              gates.has(writer) ? Deferred.await(gates.get(writer)!) : Effect.void,
+              Effect.sync(() => {
+                if (!arbitrated) return ending
+                if (!claimed.has(batchId)) claimed.set(batchId, ending)
+                return claimed.get(batchId)!
+              }),
+            ),
+          forget: () => Effect.void,
+        }),
+      )
+    const shared = yield* Layer.build(
+      Projector.Live.pipe(
+        Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
+        Layer.provideMerge(embeddedLog(dir)),
+        Layer.provideMerge(Metrics.live),
+        Layer.provide(InstanceId.layer("test")),
+      ),
+    )
+    const writer = (name: string) =>
+      Effect.map(Layer.build(BatchWriter.Live.pipe(Layer.provide(storeFor(name)))).pipe(Effect.provide(shared)), (context) =>
+        Context.get(context, BatchWriter.BatchWriter),
+      )
+    const endings = (batchId: string) =>
+      Effect.map(
+        Stream.runCollect(Context.get(shared, EventLog).read(`batch.${batchId}.>`, 1)),
+        (messages) =>
+          [...messages]
+            .map((m) => JSON.parse(new TextDecoder().decode(m.data)) as { type: string })
+            .map((e) => e.type)
+            .filter((type) => /^batch_(cancell|fail|expir|complet)/.test(type)),
+      )
+    const gate = (name: string) => Effect.tap(Deferred.make<void>(), (d) => Effect.sync(() => gates.set(name, d)))
+    return { lanes: yield* writer("lanes"), lifecycle: yield* writer("lifecycle"), endings, gate }
+  })
+
+describe("two writers ending one batch", () => {
+  const run = <A>(arbitrated: boolean, body: (w: Effect.Effect.Success<ReturnType<typeof twoWriters>>) => Effect.Effect<A, unknown>) => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
+    return Effect.runPromise(Effect.scoped(Effect.flatMap(twoWriters(dir, arbitrated), body))).finally(() =>
+      rmSync(dir, { recursive: true, force: true }),
+    )
+  }
+
+  // The window closes while row 1 runs; the lane's writer, not yet knowing, settles it last.
+  const closedThenCompleted = (arbitrated: boolean) =>
+    run(arbitrated, ({ lanes, lifecycle, endings }) =>
+      Effect.gen(function* () {
+        const { batchId } = yield* lanes.create(batchOf(2))
+        for (const row of [0, 1]) yield* lanes.executeRow(batchId, { type: "StartRow", row, at: 1 }, lane)
+        yield* lanes.executeRow(batchId, completed(0, 2), lane)
+        const expiring = yield* lifecycle.execute(batchId, { type: "Expire", at: 3 })
+        expect(expiring.events.map((e) => e.type)).toEqual(["batch_expiring"])
+        yield* lanes.executeRow(batchId, completed(1, 4), lane)
+        // Every row has settled: the Dispatcher's reconciliation writes the final event the log lacks.
+        yield* lifecycle.execute(batchId, { type: "Reconcile", at: 5 })
+        return yield* endings(batchId)
+      }),
+    )
+
+  it("a closing claimed first: the lane's writer, finding it, leaves its completion out, and the batch ends as closed", async () => {
+    expect(await closedThenCompleted(true)).toEqual(["batch_expiring", "batch_expired"])
+  })
+
+  it("(the same without arbitration writes two endings: what the claims prevent)", async () => {
+    expect(await closedThenCompleted(false)).toEqual(["batch_expiring", "batch_completed", "batch_expired"])
+  })
+
+  // The lifecycle writer read the batch with row 1 running; the lane's writer completes the batch before
+  // the closing decided on that read is claimed.
+  const completedThenClosed = (arbitrated: boolean) =>
+    run(arbitrated, ({ lanes, lifecycle, endings, gate }) =>
+      Effect.gen(function* () {
+        const { batchId } = yield* lanes.create(batchOf(2))
+        for (const row of [0, 1]) yield* lanes.executeRow(batchId, { type: "StartRow", row, at: 1 }, lane)
+        yield* lanes.executeRow(batchId, completed(0, 2), lane)
+        const held = yield* gate("lifecycle")
+        const expire = yield* Effect.fork(lifecycle.execute(batchId, { type: "Expire", at: 3 }))
+        yield* Effect.sleep("100 millis")
+        yield* lanes.executeRow(batchId, completed(1, 4), lane)
+        yield* Deferred.succeed(held, undefined)
+        yield* Fiber.join(expire)
+        return yield* endings(batchId)
+      }),
+    )
+
+  it("a completion claimed first: the closing decided on an older view is decided again, and the batch ends completed", async () => {
+    expect(await completedThenClosed(true)).toEqual(["batch_completed"])
+  })
+
+  it("(the same without arbitration writes a closing after the completion)", async () => {
+    expect(await completedThenClosed(false)).toEqual(["batch_completed", "batch_expiring"])
   })
 })

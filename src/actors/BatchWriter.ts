@@ -1,7 +1,8 @@
-import { Context, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
+import { Context, Data, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
 import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
+import { type Ending, endingIn, fateOf } from "../domain/batch/fate.js"
 import { type BatchState, evolve, initialState, isClosed, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
 import { batchMsgId, batchSubject, isLaneSubject } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
@@ -12,6 +13,7 @@ import { type LaneHold, LeaseLost } from "./lease/LaneHold.js"
 import { makeLanes } from "./lanes.js"
 import { afterWritten, logLifecycle } from "./writtenHooks.js"
 import { Metrics } from "../metrics/Metrics.js"
+import { FateStore } from "./fate/FateStore.js"
 import { appendBodies, rowsMessages } from "./rowsAdded.js"
 
 export interface NewBatch {
@@ -76,7 +78,14 @@ export interface Decided {
   readonly written: Effect.Effect<Written, WriteError>
 }
 
-type AppendExit = Exit.Exit<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence | LeaseLost>
+/** Another writer claimed the batch's ending first: the decisions of the append are made again knowing it. */
+class FateTaken extends Data.TaggedError("FateTaken")<{ readonly ending: Ending }> {}
+
+/** A decision failed because the batch ends otherwise than it assumed: deciding it again decides it knowing so. */
+class EndsOtherwise extends LogUnavailable {}
+
+type AppendError = LogUnavailable | WrongLastSequence | LeaseLost | FateTaken
+type AppendExit = Exit.Exit<ReadonlyArray<AppendResult>, AppendError>
 
 /** One decision's place in the outbox: where its events go, its append's outcome once known, and whoever waits. */
 interface Outgoing {
@@ -84,6 +93,8 @@ interface Outgoing {
   readonly lane: LaneHold | undefined
   /** A new owner's claim: its lane gets a window even when it holds no event. */
   readonly claim?: boolean
+  /** The batch's ending, decided on a view where it had none: claimed (FateStore) before it is appended. */
+  readonly ends?: Ending
   exit: AppendExit | undefined
   waiting: Array<(exit: AppendExit) => void> | undefined
   /** Run once the log holds the decision (logs, metrics). */
@@ -99,6 +110,8 @@ interface Entry {
   drained: Deferred.Deferred<void> | undefined
   /** Another instance wrote to the batch since it was read: read it again once nothing is in flight. */
   stale: boolean
+  /** How another writer claimed the batch ends, when a claim of this writer's found it. */
+  readonly fate: Ending | undefined
 }
 
 // Not an Effect Deferred: one is made per decision, twice a row, and making them showed in B2's CPU
@@ -109,7 +122,7 @@ const settle = (outgoing: Outgoing, exit: AppendExit) => {
   outgoing.waiting = undefined
   if (waiting !== undefined) for (const resume of waiting) resume(exit)
 }
-const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>, LogUnavailable | WrongLastSequence | LeaseLost> =>
+const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>, AppendError> =>
   Effect.suspend(() =>
     outgoing.exit !== undefined
       ? outgoing.exit
@@ -159,6 +172,9 @@ export const Live = Layer.effect(
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
     const metrics = yield* Metrics
+    const fateStore = yield* FateStore
+    /** Endings other writers claimed, learnt when a claim of this writer's was refused: a reread batch keeps them. */
+    const fates = new Map<string, Ending>()
     const lanes = makeLanes()
     const live = new Map<string, Entry>()
     /** Each batch's appends on their way, whether or not their entry is still the live one. */
@@ -187,7 +203,7 @@ export const Live = Layer.effect(
           (appending === undefined ? loadBatchFromLog(log, batchId) : Effect.zipRight(Deferred.await(appending), loadBatchFromLog(log, batchId))).pipe(
             Effect.map(({ state, owner, rowModels, tips }): Entry => {
               lanes.learn(batchId, owner?.models ?? [], tips)
-              const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false }
+              const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false, fate: fates.get(batchId) }
               live.set(batchId, loaded)
               return loaded
             }),
@@ -228,6 +244,8 @@ export const Live = Layer.effect(
         const messages: Array<AppendInput | { readonly lane: LaneHold; readonly events: Array<RowEvent> }> = []
         const placeOf = new Map<Outgoing, Set<number>>()
         const windows = new Map<string, number>()
+        /** The `batch_completed` messages that end the batch from a view where it had no ending. */
+        const completions = new Set<number>()
         for (const decision of sending) {
           const places = new Set<number>()
           for (const event of decision.events) {
@@ -240,7 +258,11 @@ export const Live = Layer.effect(
               }
               ;(messages[at] as { events: Array<RowEvent> }).events.push(event)
               places.add(at)
-            } else places.add(messages.push(message(event)) - 1)
+            } else {
+              const at = messages.push(message(event)) - 1
+              if (event === decision.ends && event.type === "batch_completed") completions.add(at)
+              places.add(at)
+            }
           }
           if (decision.claim === true && decision.lane !== undefined && !windows.has(decision.lane.model)) {
             const at = messages.push({ lane: decision.lane, events: [] }) - 1
@@ -261,8 +283,51 @@ export const Live = Layer.effect(
           leases.set(window.subject, m.lane.revision)
           inputs.push(window)
         }
-        return { inputs, placeOf, leases }
+        return { inputs, placeOf, leases, completions }
       })
+
+    /**
+     * Claims the closings of `sending` that end the batch from a view where it had no ending (FateStore):
+     * the append goes no further if another writer's ending stands.
+     */
+    const claimClosings = (batchId: string, sending: ReadonlyArray<Outgoing>) =>
+      Effect.forEach(
+        sending,
+        (decision) =>
+          decision.ends === undefined || decision.ends.type === "batch_completed"
+            ? Effect.void
+            : Effect.flatMap(fateStore.claim(batchId, decision.ends), (standing) =>
+                fateOf(standing) === fateOf(decision.ends!) ? Effect.void : Effect.fail(new FateTaken({ ending: standing })),
+              ),
+        { discard: true },
+      )
+
+    /**
+     * Appends the batch's completions after the rest, once claimed: a completion is claimed only once the
+     * log holds every row's settle, so that whoever finds it claimed may write it at any place after. One
+     * not claimed (another writer's ending stands, or the log is away) is left out, and the batch is read
+     * again before its next decision: the final event then comes from the writer that finds every row
+     * settled (the Dispatcher's reconciliation), as the ending that stands says.
+     */
+    const appendCompletions = (
+      batchId: string,
+      current: Entry,
+      completions: ReadonlyArray<AppendInput>,
+      ending: Ending,
+    ): Effect.Effect<ReadonlyArray<AppendResult | undefined>> => {
+      const leftOut = Effect.sync(() => {
+        current.stale = true
+        return completions.map(() => undefined)
+      })
+      return fateStore.claim(batchId, ending).pipe(
+        Effect.flatMap((standing): Effect.Effect<ReadonlyArray<AppendResult | undefined>, LogUnavailable | WrongLastSequence> => {
+          if (fateOf(standing) === "completed") return log.append(completions)
+          fates.set(batchId, standing)
+          return leftOut
+        }),
+        Effect.catchAll(() => leftOut),
+      )
+    }
 
     /** Appends everything the batch's outbox holds in one call, in decision order, until it is empty. */
     const drain = (batchId: string, current: Entry): Effect.Effect<void> =>
@@ -270,13 +335,26 @@ export const Live = Layer.effect(
         while (current.outbox.length > 0) {
           const sending = current.outbox.splice(0)
           const exit: Exit.Exit<
-            { readonly written: ReadonlyArray<AppendResult>; readonly placeOf: Map<Outgoing, Set<number>> },
-            LogUnavailable | WrongLastSequence | LeaseLost
+            { readonly written: ReadonlyArray<AppendResult | undefined>; readonly placeOf: Map<Outgoing, Set<number>> },
+            AppendError
           > = yield* Effect.exit(
             Effect.gen(function* () {
-              const { inputs, placeOf, leases } = yield* messagesOf(batchId, sending)
-              const written = yield* log.append(inputs)
-              lanes.stored(leases, inputs, written)
+              const { inputs, placeOf, leases, completions } = yield* messagesOf(batchId, sending)
+              yield* claimClosings(batchId, sending)
+              if (completions.size === 0) {
+                const written = yield* log.append(inputs)
+                lanes.stored(leases, inputs, written)
+                return { written, placeOf }
+              }
+              const rest = inputs.filter((_, i) => !completions.has(i))
+              const stored = yield* log.append(rest)
+              lanes.stored(leases, rest, stored)
+              const ending = sending.find((d) => d.ends?.type === "batch_completed")!.ends!
+              const completed = yield* appendCompletions(batchId, current, inputs.filter((_, i) => completions.has(i)), ending)
+              const written: Array<AppendResult | undefined> = []
+              let r = 0
+              let c = 0
+              inputs.forEach((_, i) => written.push(completions.has(i) ? completed[c++] : stored[r++]))
               return { written, placeOf }
             }),
           )
@@ -285,7 +363,9 @@ export const Live = Layer.effect(
           for (const decision of sending) {
             const outcome: AppendExit = Exit.isFailure(exit)
               ? Exit.failCause(exit.cause)
-              : Exit.succeed([...(exit.value.placeOf.get(decision) ?? [])].map((i) => exit.value.written[i]!))
+              : Exit.succeed(
+                  [...(exit.value.placeOf.get(decision) ?? [])].flatMap((i) => (exit.value.written[i] === undefined ? [] : [exit.value.written[i]!])),
+                )
             settle(decision, outcome)
             const stored = Exit.isSuccess(outcome) && outcome.value.some((r) => !r.duplicate)
             if (stored && decision.after !== undefined) yield* decision.after
@@ -310,6 +390,14 @@ export const Live = Layer.effect(
       Runtime.runFork(runtime)(drain(batchId, current))
     }
 
+    /** Another writer's ending stands: the batch is read again, and the decision made again knowing it. */
+    const endsOtherwise = (batchId: string, taken: FateTaken) => {
+      fates.set(batchId, taken.ending)
+      return Effect.flatMap(load(batchId), () =>
+        Effect.fail(new EndsOtherwise({ message: `batch ${batchId} ends as ${fateOf(taken.ending)}, as another writer claimed: decided again` })),
+      )
+    }
+
     const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
 
     /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
@@ -322,16 +410,21 @@ export const Live = Layer.effect(
       if (lane !== undefined && !lane.valid()) return Effect.fail(new LeaseLost({ model: lane.model, reason: "the lease was not renewed in time" }))
       // Replaced (read again) since the caller got it: decided on the batch as it is now instead.
       if (live.get(batchId) !== current) return decideCommand(batchId, command, lane)
-      const decision = decide(command, current.state)
+      // Another writer's closing stands for the batch, and the log may not hold it yet: it goes first, as
+      // it was claimed (the log stores it once, whoever appends it), and the command is decided after it.
+      const endless = !isClosedOrFinal(current.state)
+      const fate = endless && current.fate !== undefined && fateOf(current.fate) !== "completed" ? current.fate : undefined
+      const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
-      const events = decision.right
+      const events = fate === undefined ? decision.right : [fate, ...decision.right]
       if (events.length === 0) return Effect.succeed({ events, written: nothingWritten })
       if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
       const after = afterWritten(current.rowModels, metrics, current.state, current.owner, events)
       const wasFinal = isFinal(current.state.status)
       current.state = events.reduce(evolve, current.state)
       const finished = !wasFinal && isFinal(current.state.status)
-      const outgoing: Outgoing = { events, lane, exit: undefined, waiting: undefined, after }
+      const ends = endless && fate === undefined ? endingIn(events) : undefined
+      const outgoing: Outgoing = { events, lane, ends, exit: undefined, waiting: undefined, after }
       current.outbox.push(outgoing)
       startDrain(batchId, current)
       const written: Effect.Effect<Written, WriteError> = appended(outgoing).pipe(
@@ -340,6 +433,7 @@ export const Live = Layer.effect(
             // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
             if (live.get(batchId) === current) live.delete(batchId)
             if (error._tag === "LogUnavailable" || error._tag === "LeaseLost") return Effect.fail(error)
+            if (error._tag === "FateTaken") return endsOtherwise(batchId, error)
             if (isLaneSubject(error.subject) && lane !== undefined) {
               // Refused on the lane: another lease wrote it since (this one is lost), or a window of this
               // lease whose acknowledgement was lost (the decision is decided again on the log's batch).
@@ -375,7 +469,10 @@ export const Live = Layer.effect(
       Effect.flatMap(decideCommand(batchId, command, lane), (decided) => decided.written)
     // Without a lane, nothing is written under a lease: a lease cannot be lost.
     const execute = (batchId: string, command: BatchCommand) =>
-      Effect.catchTag(executeRow(batchId, command, undefined as unknown as LaneHold), "LeaseLost", (e) => Effect.die(e))
+      Effect.catchTag(executeRow(batchId, command, undefined as unknown as LaneHold), "LeaseLost", (e) => Effect.die(e)).pipe(
+        // Decided again on the batch read with the ending that stands: that decision is consistent with it.
+        Effect.retry({ while: (e) => e instanceof EndsOtherwise, times: 3 }),
+      )
 
     const create = (batch: NewBatch) => {
       // Dropped once serialized: the rows' objects need not stay alive while the log stores their bytes.
@@ -403,6 +500,7 @@ export const Live = Layer.effect(
           outbox: [],
           drained: undefined,
           stale: false,
+          fate: undefined,
         })
         yield* logLifecycle(created, owner)
         return { batchId, seq: Math.max(...written.map((w) => w.seq)), createdAt: now }
@@ -422,8 +520,15 @@ export const Live = Layer.effect(
           if (model === lane.model) mine.push(row)
         })
         const at = clock.unsafeCurrentTimeMillis()
-        // The rows a previous owner left running are settled in the claim's own window.
+        // The rows a previous owner left running are settled in the claim's own window, after the closing
+        // another writer claimed, if the log does not hold it yet (see decideOn).
         const interrupted: Array<BatchEvent> = []
+        const endless = !isClosedOrFinal(current.state)
+        const fate = endless && current.fate !== undefined && fateOf(current.fate) !== "completed" ? current.fate : undefined
+        if (fate !== undefined) {
+          interrupted.push(fate)
+          current.state = evolve(current.state, fate)
+        }
         if (!isFinal(current.state.status)) {
           for (const row of mine) {
             if (rowPhase(current.state, row)?.status !== "running") continue
@@ -434,13 +539,15 @@ export const Live = Layer.effect(
             }
           }
         }
-        const outgoing: Outgoing = { events: interrupted, lane, claim: true, exit: undefined, waiting: undefined, after: undefined }
+        const ends = endless && fate === undefined ? endingIn(interrupted) : undefined
+        const outgoing: Outgoing = { events: interrupted, lane, claim: true, ends, exit: undefined, waiting: undefined, after: undefined }
         current.outbox.push(outgoing)
         startDrain(batchId, current)
         const claimed = yield* Effect.either(appended(outgoing))
         if (Either.isLeft(claimed)) {
           if (live.get(batchId) === current) live.delete(batchId)
           const error = claimed.left
+          if (error._tag === "FateTaken") return yield* endsOtherwise(batchId, error)
           if (error._tag !== "WrongLastSequence") return yield* Effect.fail(error)
           // Someone wrote the batch while it was read: read it again and claim from there.
           yield* load(batchId)

@@ -10,6 +10,7 @@ import { ReadModel } from "../projections/ReadModel.js"
 import { tombstoneReads } from "../projections/tombstoneReads.js"
 import { BatchWriter } from "./BatchWriter.js"
 import { Dispatcher } from "./Dispatcher.js"
+import { FateStore } from "./fate/FateStore.js"
 
 const WHILE_LOG_DOWN = Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("1 minute")))
 const encoder = new TextEncoder()
@@ -25,6 +26,7 @@ export const makeDeleteBatch = Effect.gen(function* () {
   const projector = yield* Projector
   const dispatcher = yield* Dispatcher
   const log = yield* EventLog
+  const fates = yield* FateStore
   const tombstones = tombstoneReads(yield* ReadModel)
   // Purges finished in the background end with the service, not after it (the log is closed by then).
   const background = yield* FiberSet.make()
@@ -50,6 +52,7 @@ export const makeDeleteBatch = Effect.gen(function* () {
         })),
       )
       yield* log.purge(oneBatch(batchId))
+      yield* fates.forget(batchId)
       const event: BatchEvent = {
         type: "batch_purged",
         batch_id: batchId,
