@@ -80,6 +80,13 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
 /** How long requests still open at shutdown may take before their connections are closed. */
 const SHUTDOWN_GRACE_MS = 10_000
 
+// Node closes a keep-alive connection after 5 s idle. A client polling at about that pace (or whose
+// pooled sockets were opened together and go idle together) sends on a connection the server is
+// closing; when the event loop is busy, the server handles the expiry before the request that arrived
+// meanwhile and resets it (B12's readers saw 21 ECONNRESETs within a millisecond). Idle connections
+// are kept past the 60 s that load balancers commonly keep theirs, and cost only a socket.
+const KEEP_ALIVE_MS = 65_000
+
 const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/asyncapi.json", "/console", "/"])
 
 /** Browser clients of other origins, when the operator lists them (SLUICE_CORS_ORIGINS); none by default. */
@@ -98,7 +105,7 @@ export const serverLayer = (options: {
   readonly host: string
   readonly corsOrigins?: ReadonlyArray<string>
 }) => {
-  const server = createServer()
+  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 })
   const streamsClosing = Deferred.unsafeMake<void>(FiberId.none)
   // Released before the server's own close, which waits for every open connection with no limit:
   // event streams end and idle keep-alive connections go at once, and a client that never finishes
