@@ -1,5 +1,4 @@
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream"
-import { connect } from "@nats-io/transport-node"
 import { Clock, Deferred, Effect, Layer, Queue, Ref, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import {
@@ -17,7 +16,7 @@ import {
 import type { NatsDeployment } from "../../config/nats.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
 import { LoadSharing, type LoadSharingShape } from "../LoadSharing.js"
-import { natsServers } from "../../eventlog/JetStreamEventLog.js"
+import { scopedNatsConnection } from "../../eventlog/natsConnection.js"
 
 /** A report not renewed for this long is dropped: a stopped instance's requests stop counting then. */
 export const LOAD_TTL_MS = 10_000
@@ -53,13 +52,7 @@ const make = (url: string, instanceId: string, replicas: number) =>
   Effect.gen(function* () {
     const clock = Clock.make()
     const subject = `sluice.load.${instanceId.replace(/[^A-Za-z0-9_-]/g, "_")}`
-    const nc = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => connect({ servers: natsServers(url), maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true }),
-        catch: (e) => new LogUnavailable({ message: `load sharing cannot connect to ${url}: ${String(e)}`, cause: e }),
-      }),
-      (nc) => Effect.promise(() => nc.close().catch(() => undefined)),
-    )
+    const nc = yield* scopedNatsConnection(url, "load sharing")
     const jsm = yield* Effect.tryPromise({
       try: () => jetstreamManager(nc),
       catch: (e) => new LogUnavailable({ message: `load sharing: JetStream unavailable: ${String(e)}`, cause: e }),

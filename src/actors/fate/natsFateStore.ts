@@ -1,9 +1,9 @@
 import { jetstream } from "@nats-io/jetstream"
 import { Kvm } from "@nats-io/kv"
-import { connect } from "@nats-io/transport-node"
 import { Effect, Layer } from "effect"
 import type { Ending } from "../../domain/batch/fate.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
+import { scopedNatsConnection } from "../../eventlog/natsConnection.js"
 import { FateStore } from "./FateStore.js"
 
 export interface NatsFateStoreOptions {
@@ -30,13 +30,7 @@ export const layer = (options: NatsFateStoreOptions) =>
   Layer.scoped(
     FateStore,
     Effect.gen(function* () {
-      const nc = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () => connect({ servers: options.url.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 500, name: "sluice-fates" }),
-          catch: unavailable(`cannot connect to ${options.url} for the batches' fates`),
-        }),
-        (nc) => Effect.promise(() => nc.close().catch(() => undefined)),
-      )
+      const nc = yield* scopedNatsConnection(options.url, "fates")
       yield* Effect.tryPromise({
         try: () => new Kvm(nc).create(FATES, { history: 1, replicas: options.replicas ?? 1 }),
         catch: unavailable(`cannot open the KV bucket ${FATES}`),

@@ -1,9 +1,9 @@
 import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv"
-import { connect } from "@nats-io/transport-node"
 import { Data, Effect, Layer } from "effect"
 import { laneToken } from "../../domain/batch/subjects.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
+import { scopedNatsConnection } from "../../eventlog/natsConnection.js"
 import { type LeaseRecord, LeaseStore } from "./LeaseStore.js"
 
 export interface NatsLeaseStoreOptions {
@@ -52,13 +52,7 @@ export const layer = (options: NatsLeaseStoreOptions) =>
   Layer.scoped(
     LeaseStore,
     Effect.gen(function* () {
-      const nc = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () => connect({ servers: options.url.split(","), maxReconnectAttempts: -1, reconnectTimeWait: 500, name: "sluice-leases" }),
-          catch: unavailable(`cannot connect to ${options.url} for the leases`),
-        }),
-        (nc) => Effect.promise(() => nc.close().catch(() => undefined)),
-      )
+      const nc = yield* scopedNatsConnection(options.url, "leases")
       const kvm = new Kvm(nc)
       const bucket = (name: string) =>
         Effect.tryPromise({
