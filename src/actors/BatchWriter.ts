@@ -133,6 +133,14 @@ const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>
 
 const isClosedOrFinal = (state: BatchState) => isClosed(state) || isFinal(state.status)
 
+/** Another writer's closing that stands for the batch (FateStore), where the batch as read has none yet. */
+const standingClosing = (current: Entry): Ending | undefined =>
+  !isClosedOrFinal(current.state) && current.fate !== undefined && fateOf(current.fate) !== "completed" ? current.fate : undefined
+
+/** The ending `events` give a batch that had none (`before` them): claimed before it is appended. */
+const newEnding = (before: BatchState, events: ReadonlyArray<BatchEvent>): Ending | undefined =>
+  isClosedOrFinal(before) ? undefined : endingIn(events)
+
 export const newBatchId = () => `batch_${randomUUID().replaceAll("-", "")}`
 
 export class BatchWriter extends Context.Tag("Actors/BatchWriter")<BatchWriter, BatchWriterShape>() {}
@@ -412,8 +420,7 @@ export const Live = Layer.effect(
       if (live.get(batchId) !== current) return decideCommand(batchId, command, lane)
       // Another writer's closing stands for the batch, and the log may not hold it yet: it goes first, as
       // it was claimed (the log stores it once, whoever appends it), and the command is decided after it.
-      const endless = !isClosedOrFinal(current.state)
-      const fate = endless && current.fate !== undefined && fateOf(current.fate) !== "completed" ? current.fate : undefined
+      const fate = standingClosing(current)
       const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = fate === undefined ? decision.right : [fate, ...decision.right]
@@ -421,9 +428,9 @@ export const Live = Layer.effect(
       if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
       const after = afterWritten(current.rowModels, metrics, current.state, current.owner, events)
       const wasFinal = isFinal(current.state.status)
+      const ends = fate === undefined ? newEnding(current.state, events) : undefined
       current.state = events.reduce(evolve, current.state)
       const finished = !wasFinal && isFinal(current.state.status)
-      const ends = endless && fate === undefined ? endingIn(events) : undefined
       const outgoing: Outgoing = { events, lane, ends, exit: undefined, waiting: undefined, after }
       current.outbox.push(outgoing)
       startDrain(batchId, current)
@@ -523,8 +530,8 @@ export const Live = Layer.effect(
         // The rows a previous owner left running are settled in the claim's own window, after the closing
         // another writer claimed, if the log does not hold it yet (see decideOn).
         const interrupted: Array<BatchEvent> = []
-        const endless = !isClosedOrFinal(current.state)
-        const fate = endless && current.fate !== undefined && fateOf(current.fate) !== "completed" ? current.fate : undefined
+        const before = current.state
+        const fate = standingClosing(current)
         if (fate !== undefined) {
           interrupted.push(fate)
           current.state = evolve(current.state, fate)
@@ -539,7 +546,7 @@ export const Live = Layer.effect(
             }
           }
         }
-        const ends = endless && fate === undefined ? endingIn(interrupted) : undefined
+        const ends = fate === undefined ? newEnding(before, interrupted) : undefined
         const outgoing: Outgoing = { events: interrupted, lane, claim: true, ends, exit: undefined, waiting: undefined, after: undefined }
         current.outbox.push(outgoing)
         startDrain(batchId, current)
