@@ -4,7 +4,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
-import { findBinary, launchNats, stopProcess } from "./natsServer.js"
+import { currentNatsBinary } from "./natsReleases.js"
+import { launchNats, stopProcess } from "./natsServer.js"
 import { freePort } from "./ports.js"
 import { waitFor } from "./waitFor.js"
 
@@ -35,10 +36,10 @@ const CLUSTER_NAME = "sluice-test"
 
 /**
  * Three nats-server processes with JetStream on loopback, routed to each other as one cluster; every
- * port is free and outside 4222. Resolves once the cluster has a JetStream meta leader.
+ * port is free and outside 4222. Resolves once the cluster has a JetStream meta leader. The current
+ * release by default: Sluice refuses replicas on a release older than the one docs/scaling.md names.
  */
-export const startNatsCluster = async (size = 3): Promise<NatsCluster> => {
-  const binary = findBinary()
+export const startNatsCluster = async (size = 3, binary = currentNatsBinary()): Promise<NatsCluster> => {
   const root = mkdtempSync(join(tmpdir(), "sluice-nats-cluster-"))
   const ports = await Promise.all(Array.from({ length: size }, () => freePort()))
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()))
