@@ -5,7 +5,7 @@ import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../do
 import { type Ending, endingIn, fateOf } from "../domain/batch/fate.js"
 import { type BatchState, evolve, initialState, isClosed, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
 import { batchMsgId, batchSubject, isLaneSubject } from "../domain/batch/subjects.js"
-import { type AppendInput, type AppendResult, EventLog, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
+import { type AppendInput, type AppendResult, EventLog, isOutcomeUnknown, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import type { BatchOwner } from "./batchState.js"
 import { loadBatchFromLog } from "./batchFromLog.js"
@@ -15,6 +15,7 @@ import { afterWritten, logLifecycle } from "./writtenHooks.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { FateStore } from "./fate/FateStore.js"
 import { appendBodies, rowsMessages } from "./rowsAdded.js"
+import { appendSettled } from "./unknownOutcome.js"
 
 export interface NewBatch {
   readonly accountId: string
@@ -188,6 +189,48 @@ export const Live = Layer.effect(
     /** Each batch's appends on their way, whether or not their entry is still the live one. */
     const draining = new Map<string, Deferred.Deferred<void>>()
 
+    /**
+     * Appends whose outcome the log did not tell (AppendOutcomeUnknown), by batch, with the lane each
+     * window was written under: nothing is decided on the batch again until they are sent again and
+     * answered, stored or refused, by the stream's leader (see `settleUnsure`).
+     */
+    const unsure = new Map<string, Array<{ readonly input: AppendInput; readonly lane: LaneHold | undefined }>>()
+    const remembered = (batchId: string, inputs: ReadonlyArray<AppendInput>, holds: ReadonlyMap<string, LaneHold>) =>
+      <A, E>(append: Effect.Effect<A, E>) =>
+        Effect.tapError(append, (e) =>
+          Effect.sync(() => {
+            if (!isOutcomeUnknown(e)) return
+            const pending = unsure.get(batchId) ?? []
+            for (const input of inputs) pending.push({ input, lane: holds.get(input.subject) })
+            unsure.set(batchId, pending)
+          }),
+        )
+
+    /**
+     * The appends of the batch whose outcome was unknown, sent again as they were: the same ids and expected
+     * sequences, so the leader answers a stored one as a duplicate (or, past its duplicate window, refuses
+     * it as out of place) and stores one it never had. Only then is the batch read and decided on: a
+     * read alone could come from a leader cut off from its cluster, which holds what the others never
+     * stored. A window whose lease has lapsed is not sent late (fencing): the lane's next owner reads the log.
+     */
+    const settleUnsure = (batchId: string): Effect.Effect<void, LogUnavailable> =>
+      Effect.suspend(() => {
+        const pending = unsure.get(batchId)
+        if (pending === undefined) return Effect.void
+        const again = pending.filter((p) => p.lane === undefined || p.lane.valid()).map((p) => p.input)
+        const resend: Effect.Effect<unknown, LogUnavailable | WrongLastSequence> = again.length === 0 ? Effect.void : log.append(again)
+        return resend.pipe(
+          // Out of place: the log holds another message there (or ours, from past the duplicate window). The batch read says which.
+          Effect.catchTag("WrongLastSequence", () => Effect.void),
+          Effect.tap(() =>
+            Effect.sync(() => {
+              if (unsure.get(batchId) === pending) unsure.delete(batchId)
+            }),
+          ),
+          Effect.asVoid,
+        )
+      })
+
     /** Reads in progress, by batch: every caller that needs the batch meanwhile waits for the same read. */
     const loads = new Map<string, Deferred.Deferred<Entry, LogUnavailable>>()
 
@@ -207,8 +250,9 @@ export const Live = Layer.effect(
         live.delete(batchId)
         // The read is the writer's, not its first caller's: on a fiber of its own, so a caller interrupted
         // meanwhile (an actor stopped as its lease is lost) cannot leave the batch's read pending for good.
+        const read = Effect.zipRight(settleUnsure(batchId), loadBatchFromLog(log, batchId))
         Runtime.runFork(runtime)(
-          (appending === undefined ? loadBatchFromLog(log, batchId) : Effect.zipRight(Deferred.await(appending), loadBatchFromLog(log, batchId))).pipe(
+          (appending === undefined ? read : Effect.zipRight(Deferred.await(appending), read)).pipe(
             Effect.map(({ state, owner, rowModels, tips }): Entry => {
               lanes.learn(batchId, owner?.models ?? [], tips)
               const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false, fate: fates.get(batchId) }
@@ -281,6 +325,7 @@ export const Live = Layer.effect(
         }
         const inputs: Array<AppendInput> = []
         const leases = new Map<string, number>()
+        const holds = new Map<string, LaneHold>()
         for (const m of messages) {
           if ("subject" in m) {
             inputs.push(m)
@@ -289,9 +334,10 @@ export const Live = Layer.effect(
           const window = lanes.window(batchId, m.lane, m.events)
           if (window instanceof LeaseLost) return yield* Effect.fail(window)
           leases.set(window.subject, m.lane.revision)
+          holds.set(window.subject, m.lane)
           inputs.push(window)
         }
-        return { inputs, placeOf, leases, completions }
+        return { inputs, placeOf, leases, holds, completions }
       })
 
     /**
@@ -323,13 +369,14 @@ export const Live = Layer.effect(
       completions: ReadonlyArray<AppendInput>,
       ending: Ending,
     ): Effect.Effect<ReadonlyArray<AppendResult | undefined>> => {
+      const noLanes = new Map<string, LaneHold>()
       const leftOut = Effect.sync(() => {
         current.stale = true
         return completions.map(() => undefined)
       })
       return fateStore.claim(batchId, ending).pipe(
         Effect.flatMap((standing): Effect.Effect<ReadonlyArray<AppendResult | undefined>, LogUnavailable | WrongLastSequence> => {
-          if (fateOf(standing) === "completed") return log.append(completions)
+          if (fateOf(standing) === "completed") return log.append(completions).pipe(remembered(batchId, completions, noLanes))
           fates.set(batchId, standing)
           return leftOut
         }),
@@ -347,15 +394,15 @@ export const Live = Layer.effect(
             AppendError
           > = yield* Effect.exit(
             Effect.gen(function* () {
-              const { inputs, placeOf, leases, completions } = yield* messagesOf(batchId, sending)
+              const { inputs, placeOf, leases, holds, completions } = yield* messagesOf(batchId, sending)
               yield* claimClosings(batchId, sending)
               if (completions.size === 0) {
-                const written = yield* log.append(inputs)
+                const written = yield* log.append(inputs).pipe(remembered(batchId, inputs, holds))
                 lanes.stored(leases, inputs, written)
                 return { written, placeOf }
               }
               const rest = inputs.filter((_, i) => !completions.has(i))
-              const stored = yield* log.append(rest)
+              const stored = yield* log.append(rest).pipe(remembered(batchId, rest, holds))
               lanes.stored(leases, rest, stored)
               const ending = sending.find((d) => d.ends?.type === "batch_completed")!.ends!
               const completed = yield* appendCompletions(batchId, current, inputs.filter((_, i) => completions.has(i)), ending)
@@ -367,7 +414,11 @@ export const Live = Layer.effect(
             }),
           )
           // Decisions queued behind a failed append were made on a state that assumed it: they fail with it.
-          if (Exit.isFailure(exit)) sending.push(...current.outbox.splice(0))
+          if (Exit.isFailure(exit)) {
+            sending.push(...current.outbox.splice(0))
+            // Whatever waits on them or not, the next decision on the batch is made on the log's batch.
+            if (live.get(batchId) === current) live.delete(batchId)
+          }
           for (const decision of sending) {
             const outcome: AppendExit = Exit.isFailure(exit)
               ? Exit.failCause(exit.cause)
@@ -498,7 +549,7 @@ export const Live = Layer.effect(
         // The rows go first so that a reader never sees a created batch without its rows. A crash before
         // they are appended leaves bodies that no batch names: never read, purged by nobody.
         const storedBodies = yield* appendBodies(log, rowMessages)
-        const written = yield* log.append([...rowMessages.rowsAdded(storedBodies), ...events.map(message)])
+        const written = yield* appendSettled(log, [...rowMessages.rowsAdded(storedBodies), ...events.map(message)])
         const owner = { accountId: created.account_id, models: created.models }
         live.set(batchId, {
           state: events.reduce(evolve, initialState(batchId)),

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { batchSubject, chunkMsgId } from "../domain/batch/subjects.js"
 import type { AppendInput, AppendResult, EventLogShape } from "../eventlog/EventLog.js"
+import { appendSettled } from "./unknownOutcome.js"
 
 /** Bodies per event, about: small enough that an event seldom needs the log's multi-part messages. */
 const CHUNK_BYTES = 256 * 1024
@@ -103,7 +104,7 @@ export const appendBodies = (log: EventLogShape, messages: RowsMessages) =>
   Effect.gen(function* () {
     const stored: Array<AppendResult> = []
     for (let group = messages.nextBodies(); group !== undefined; group = messages.nextBodies()) {
-      stored.push(...(yield* log.append(group)))
+      stored.push(...(yield* appendSettled(log, group)))
     }
     return stored
   })

@@ -61,6 +61,17 @@ export class LogUnavailable extends Data.TaggedError("LogUnavailable")<{
   readonly cause?: unknown
 }> {}
 
+/**
+ * The log was asked to store the append but did not say whether it did (its acknowledgement timed out,
+ * or the connection went with it): a leader cut off from its cluster may hold it while the majority
+ * stores something else at its place. Neither "stored" nor "not stored": whoever appended it learns
+ * which from the stream's leader (sending the same messages again, which their ids and expected
+ * sequences make safe) before deciding anything on what it would have changed.
+ */
+export class AppendOutcomeUnknown extends LogUnavailable {}
+
+export const isOutcomeUnknown = (e: unknown): e is AppendOutcomeUnknown => e instanceof AppendOutcomeUnknown
+
 export interface EventLogShape {
   /** The largest `data` a single stored message may hold; larger appends are chunked transparently. */
   readonly maxPayload: number

@@ -18,9 +18,9 @@ import {
   type RawMessage,
   withChunking,
 } from "./chunking.js"
-import { EventLog, LogUnavailable, type ReadOptions } from "./EventLog.js"
+import { AppendOutcomeUnknown, EventLog, LogUnavailable, type ReadOptions } from "./EventLog.js"
 import type { StampOptions } from "./eventHeaders.js"
-import { makeJetStreamPublisher } from "./jetStreamPublisher.js"
+import { makeJetStreamPublisher, OutcomeUnknownError } from "./jetStreamPublisher.js"
 
 export interface JetStreamEventLogOptions {
   /** One server, or several separated by commas: the client fails over between them. */
@@ -258,7 +258,13 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     const raw: RawEventLog = {
       maxPayload,
       append: (messages) =>
-        Effect.tryPromise({ try: () => publisher.publishAll(messages), catch: unavailable("publish failed") }),
+        Effect.tryPromise({
+          try: () => publisher.publishAll(messages),
+          catch: (e) =>
+            e instanceof OutcomeUnknownError
+              ? new AppendOutcomeUnknown({ message: `publish failed, stored or not: ${e.message}`, cause: e })
+              : unavailable("publish failed")(e),
+        }),
       // Ends on the last seq matching the filter at call time, never on the consumer's pending count:
       // 2.9.10 miscounts it for a filtered consumer that starts between two messages of one subject.
       // Only a purge can take that last message away meanwhile, so a pending count of zero short of it

@@ -8,6 +8,9 @@ const ACK_TIMEOUT_MS = 5_000
 const WINDOW = 256
 const text = new TextDecoder()
 
+/** The publish went out, or may have, and no answer says whether the stream stored it. */
+export class OutcomeUnknownError extends Error {}
+
 interface Waiting {
   readonly subject: string
   readonly expected: number
@@ -45,7 +48,7 @@ export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher =
   // In send order, which is deadline order: every publish has the same timeout.
   const waiting = new Map<number, Waiting>()
   let nextId = 0
-  const failAll = (error: Error) => {
+  const failAll = (error: OutcomeUnknownError) => {
     const lost = [...waiting.values()]
     waiting.clear()
     for (const w of lost) w.settle(undefined, error)
@@ -57,14 +60,15 @@ export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher =
     if (w === undefined) return
     waiting.delete(id)
     if (msg.headers?.hasError === true) {
-      const why = msg.headers.code === 503 ? "jetstream is not enabled (no responders)" : msg.headers.status
-      return w.settle(undefined, new Error(why))
+      // No responders: nothing took the message. Any other status leaves its fate open.
+      if (msg.headers.code === 503) return w.settle(undefined, new Error("jetstream is not enabled (no responders)"))
+      return w.settle(undefined, new OutcomeUnknownError(msg.headers.status))
     }
     let ack: Ack
     try {
       ack = JSON.parse(text.decode(msg.data)) as Ack
     } catch {
-      return w.settle(undefined, new Error("invalid ack response"))
+      return w.settle(undefined, new OutcomeUnknownError("invalid ack response"))
     }
     if (ack.error !== undefined) {
       if (ack.error.err_code === JetStreamApiCodes.StreamWrongLastSequence) {
@@ -72,18 +76,21 @@ export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher =
       }
       return w.settle(undefined, new Error(ack.error.description ?? "publish refused"))
     }
-    if (typeof ack.seq !== "number") return w.settle(undefined, new Error("invalid ack response"))
+    if (typeof ack.seq !== "number") return w.settle(undefined, new OutcomeUnknownError("invalid ack response"))
+    // A leader answers a message id it has proposed but not stored yet as a duplicate at seq 0: it may
+    // never store it (a leader cut off from its cluster), so that says nothing about the outcome.
+    if (ack.duplicate === true && ack.seq === 0) return w.settle(undefined, new OutcomeUnknownError("duplicate of a publish not stored yet"))
     w.settle({ seq: ack.seq, duplicate: ack.duplicate === true })
   }
   const subscription = nc.subscribe(`${prefix}*`, {
-    callback: (error, msg) => (error === null ? received(msg) : failAll(error)),
+    callback: (error, msg) => (error === null ? received(msg) : failAll(new OutcomeUnknownError(error.message))),
   })
   const sweep = setInterval(() => {
     const now = Date.now()
     for (const [id, w] of waiting) {
       if (w.sentAt + ACK_TIMEOUT_MS > now) break
       waiting.delete(id)
-      w.settle(undefined, new Error("timeout"))
+      w.settle(undefined, new OutcomeUnknownError("timeout"))
     }
   }, 500)
   sweep.unref()
@@ -115,7 +122,10 @@ export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher =
           publishOne(messages[i]!, (outcome?: RawOutcome, error?: Error) => {
             settled++
             if (outcome !== undefined) outcomes[i] = outcome
-            else failure ??= error ?? new Error("publish failed")
+            // One publish whose outcome is unknown makes the whole append's unknown.
+            else if (failure === undefined || (error instanceof OutcomeUnknownError && !(failure instanceof OutcomeUnknownError))) {
+              failure = error ?? new Error("publish failed")
+            }
             if (settled === sent && (failure !== undefined || sent === messages.length)) {
               if (failure !== undefined) reject(failure)
               else resolve(outcomes)
@@ -132,7 +142,7 @@ export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher =
     close: () => {
       clearInterval(sweep)
       subscription.unsubscribe()
-      failAll(new Error("connection closed"))
+      failAll(new OutcomeUnknownError("connection closed"))
     },
   }
 }
