@@ -51,11 +51,18 @@ const lineFor = (e: unknown, config: SluiceConfig | undefined): string | undefin
       return `JetStream is off on ${url ?? "the NATS server"}: start nats-server with -js (or jetstream {} in its configuration)`
     }
     if (/is older than 2\.9/.test(e.message)) return `${e.message}: upgrade nats-server to 2.9 or newer`
+    const old = /^nats-server (\S+) is older than (\S+), /.exec(e.message)
+    if (old !== null && config !== undefined) {
+      return `SLUICE_NATS_REPLICAS=${config.natsReplicas} needs nats-server ${old[2]} or newer on every node (found ${old[1]}): older releases can keep different messages in different replicas after a partition (docs/scaling.md); upgrade, or set SLUICE_NATS_ALLOW_OLD_SERVER=true to accept that risk`
+    }
     const replicas = /stream \S+ cannot be kept in \d+ replicas \(.*\)$/.exec(e.message)
     if (replicas !== null && config !== undefined) {
       return `SLUICE_NATS_REPLICAS=${config.natsReplicas}: ${replicas[0]}: run a NATS cluster of at least ${config.natsReplicas} JetStream servers and list them in NATS_URL, or lower SLUICE_NATS_REPLICAS`
     }
     if (/^cannot open event log at /.test(e.message) && config !== undefined) return dataDirProblem(config, e.message)
+    if (url !== undefined) {
+      return `NATS at ${url} did not serve Sluice's stream and buckets as it started (${e.message}), after trying for a minute: check that its servers are up with JetStream and, for SLUICE_NATS_REPLICAS=${config?.natsReplicas ?? 1}, that at least that many are routed to each other; then start Sluice again`
+    }
     return undefined
   }
   const code = codeOf(e)

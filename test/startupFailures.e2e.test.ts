@@ -4,10 +4,13 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { serverEnv } from "../src/config/serverEnv.js"
+import { OLDEST_SERVER_FOR_REPLICAS } from "../src/config/nats.js"
+import { startNatsCluster } from "./support/natsCluster.js"
+import { natsBinary } from "./support/natsReleases.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { freePort } from "./support/ports.js"
 import { runToEnd } from "./support/processRun.js"
-import { startSluice } from "./support/sluice.js"
+import { BOOTSTRAP_KEY, startSluice } from "./support/sluice.js"
 
 /*
  * An operator's mistakes at start: the real server process (`node bin/server.mjs`, what `npm start`
@@ -82,6 +85,49 @@ describe("start-up failures are one clear line", () => {
       await single.stop()
     }
     expectOneLine(await start({ SLUICE_NATS_REPLICAS: "7" }), /^sluice: .*SLUICE_NATS_REPLICAS must be from 1 to 5.*: fix the variable/)
+  })
+
+  it(`replicas on a nats-server older than ${OLDEST_SERVER_FOR_REPLICAS}, unless the operator accepts the risk`, { timeout: 120_000 }, async () => {
+    const system = natsBinary("system")
+    const version = /v?(\d+\.\d+\.\d+)/.exec((await runToEnd(system, ["--version"], {})).stdout)?.[1] ?? "?"
+    // Debian bookworm's 2.9.10 here: the release whose replicas were seen to diverge after a partition.
+    expect(version).toBe("2.9.10")
+    const cluster = await startNatsCluster(3, system)
+    try {
+      expectOneLine(
+        await start({ NATS_URL: cluster.url, SLUICE_NATS_REPLICAS: "3" }),
+        new RegExp(
+          `^sluice: SLUICE_NATS_REPLICAS=3 needs nats-server ${OLDEST_SERVER_FOR_REPLICAS.replace(/\./g, "\\.")} or newer on every node \\(found 2\\.9\\.10\\): .*set SLUICE_NATS_ALLOW_OLD_SERVER=true to accept that risk$`,
+        ),
+      )
+      const accepted = await startSluice({ natsUrl: cluster.url, env: { SLUICE_NATS_REPLICAS: "3", SLUICE_NATS_ALLOW_OLD_SERVER: "true" } })
+      try {
+        expect((await fetch(`${accepted.url}/v1/models`, { headers: { authorization: `Bearer ${BOOTSTRAP_KEY}` } })).status).toBe(200)
+      } finally {
+        await accepted.stop()
+        accepted.cleanup()
+      }
+      // One replica is what a single server keeps anyway: no release is refused for it.
+      const single = await startSluice({ natsUrl: cluster.url })
+      await single.stop()
+      single.cleanup()
+    } finally {
+      await cluster.stop()
+    }
+  })
+
+  it("a cluster that cannot serve the stream for a minute (two of its three nodes down)", { timeout: 150_000 }, async () => {
+    const cluster = await startNatsCluster(3)
+    try {
+      await cluster.halt(1)
+      await cluster.halt(2)
+      expectOneLine(
+        await start({ NATS_URL: cluster.nodes[0]!.url, SLUICE_NATS_REPLICAS: "3" }),
+        new RegExp(`^sluice: NATS at ${cluster.nodes[0]!.url} did not serve Sluice's stream and buckets as it started \\(.+\\), after trying for a minute: .*then start Sluice again$`),
+      )
+    } finally {
+      await cluster.stop()
+    }
   })
 
   it("a lease TTL other than the one the running instances' lease bucket keeps", async () => {

@@ -11,6 +11,7 @@ export const SluiceConfig = Config.all({
     Config.withDefault(1),
     Config.validate({ message: "SLUICE_NATS_REPLICAS must be from 1 to 5", validation: (n) => n >= 1 && n <= 5 }),
   ),
+  natsAllowOldServer: Config.boolean("SLUICE_NATS_ALLOW_OLD_SERVER").pipe(Config.withDefault(false)),
   modelsPath: Config.option(Config.string("SLUICE_MODELS")),
   bootstrapKey: Config.option(Config.redacted("SLUICE_BOOTSTRAP_KEY")),
   adminToken: Config.option(Config.redacted("SLUICE_ADMIN_TOKEN")),

@@ -21,6 +21,8 @@ import {
 import { AppendOutcomeUnknown, EventLog, LogUnavailable, type ReadOptions } from "./EventLog.js"
 import type { StampOptions } from "./eventHeaders.js"
 import { makeJetStreamPublisher, OutcomeUnknownError } from "./jetStreamPublisher.js"
+import { retriedAtStart } from "./natsConnection.js"
+import { OLDEST_SERVER_FOR_REPLICAS, releaseAtLeast } from "../config/nats.js"
 
 export interface JetStreamEventLogOptions {
   /** One server, or several separated by commas: the client fails over between them. */
@@ -30,6 +32,8 @@ export interface JetStreamEventLogOptions {
   readonly stream?: string
   readonly subjects?: ReadonlyArray<string>
   readonly maxPayload?: number
+  /** Keep replicas on a release older than OLDEST_SERVER_FOR_REPLICAS (SLUICE_NATS_ALLOW_OLD_SERVER). */
+  readonly allowOldServer?: boolean
 }
 
 const HEADER_ROOM = 8 * 1024
@@ -189,17 +193,32 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
         message: `maxPayload ${maxPayload} leaves no room for headers under the server's max_payload ${info.max_payload}`,
       })
     }
+    const replicas = options.replicas ?? 1
+    // A server without --cluster refuses replicas itself, and the line for that says more.
+    if (replicas > 1 && info.cluster !== undefined && options.allowOldServer !== true && !releaseAtLeast(info.version, OLDEST_SERVER_FOR_REPLICAS)) {
+      return yield* new LogUnavailable({
+        message: `nats-server ${info.version} is older than ${OLDEST_SERVER_FOR_REPLICAS}, the oldest release whose replicas stay the same through a partition`,
+      })
+    }
     const jsm = yield* Effect.tryPromise({ try: () => jetstreamManager(nc), catch: unavailable("JetStream unavailable") })
     const js = jetstream(nc)
     const publisher = yield* Effect.acquireRelease(
       Effect.sync(() => makeJetStreamPublisher(nc)),
       (p) => Effect.sync(() => p.close()),
     )
-    yield* Effect.tryPromise({
-      try: () =>
-        ensureStream(jsm, stream, [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>"])], options.replicas ?? 1),
-      catch: unavailable(`cannot create stream ${stream}`),
-    })
+    const subjects = [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>"])]
+    // Made, then asked for its last message (which its leader answers), until both succeed; only a
+    // server outside any cluster refuses replicas for good.
+    yield* retriedAtStart(
+      Effect.tryPromise({
+        try: async () => {
+          await ensureStream(jsm, stream, subjects, replicas)
+          await jsm.streams.getMessage(stream, { last_by_subj: subjects[0]! })
+        },
+        catch: unavailable(`cannot create stream ${stream}`),
+      }),
+      () => replicas === 1 || info.cluster !== undefined,
+    )
     const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })
     // A stream message-get by last subject, which 2.9 answers for a wildcard filter too; 0 for none.
     const lastOn = (filter: string) =>

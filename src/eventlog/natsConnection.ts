@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node"
-import { Effect, type Scope } from "effect"
+import { Effect, Schedule, type Scope } from "effect"
 import { LogUnavailable } from "./EventLog.js"
 import { natsServers } from "./JetStreamEventLog.js"
 
@@ -23,3 +23,25 @@ export const scopedNatsConnection = (url: string, purpose: string): Effect.Effec
     }),
     (nc) => Effect.promise(() => nc.close().catch(() => undefined)),
   )
+
+/**
+ * A start-up step on NATS (a stream or bucket made or bound), tried again for a while: instances started
+ * together make the same ones together, and a new replicated one answers only once its replicas have
+ * elected a leader, timing out until then. `retryIf` says which failures are worth waiting out.
+ */
+export const retriedAtStart = <A, E extends { readonly message: string }, R>(
+  step: Effect.Effect<A, E, R>,
+  retryIf: (e: E) => boolean = () => true,
+): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    // Each different failure is logged once, not every half second.
+    let said = ""
+    return step.pipe(
+      Effect.tapError((e) => {
+        if (!retryIf(e) || e.message === said) return Effect.void
+        said = e.message
+        return Effect.logWarning(`${e.message}; trying again for up to a minute`)
+      }),
+      Effect.retry({ schedule: Schedule.spaced("500 millis").pipe(Schedule.upTo("60 seconds")), while: retryIf }),
+    )
+  })

@@ -42,6 +42,7 @@ export const startInProcessSluice = async (options: {
     dataDir,
     natsUrl: Option.fromNullable(options.natsUrl),
     natsReplicas: 1,
+    natsAllowOldServer: false,
     modelsPath: Option.some(modelsPath),
     bootstrapKey: Option.some(Redacted.make(BOOTSTRAP_KEY)),
     adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),

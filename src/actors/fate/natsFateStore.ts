@@ -3,7 +3,7 @@ import { Kvm } from "@nats-io/kv"
 import { Effect, Layer } from "effect"
 import type { Ending } from "../../domain/batch/fate.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
-import { scopedNatsConnection } from "../../eventlog/natsConnection.js"
+import { retriedAtStart, scopedNatsConnection } from "../../eventlog/natsConnection.js"
 import { FateStore } from "./FateStore.js"
 
 export interface NatsFateStoreOptions {
@@ -31,14 +31,15 @@ export const layer = (options: NatsFateStoreOptions) =>
     FateStore,
     Effect.gen(function* () {
       const nc = yield* scopedNatsConnection(options.url, "fates")
-      yield* Effect.tryPromise({
-        try: () => new Kvm(nc).create(FATES, { history: 1, replicas: options.replicas ?? 1 }),
-        catch: unavailable(`cannot open the KV bucket ${FATES}`),
-      })
-      const fates = yield* Effect.tryPromise({
-        try: () => new Kvm(jetstream(nc, { timeout: TIMEOUT_MS })).open(FATES),
-        catch: unavailable(`cannot open the KV bucket ${FATES}`),
-      })
+      const fates = yield* retriedAtStart(
+        Effect.tryPromise({
+          try: async () => {
+            await new Kvm(nc).create(FATES, { history: 1, replicas: options.replicas ?? 1 })
+            return await new Kvm(jetstream(nc, { timeout: TIMEOUT_MS })).open(FATES)
+          },
+          catch: unavailable(`cannot open the KV bucket ${FATES}`),
+        }),
+      )
       const standing = (batchId: string) =>
         Effect.tryPromise({
           try: async () => {

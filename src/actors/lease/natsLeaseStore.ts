@@ -3,7 +3,7 @@ import { Kvm, type KV, type KvEntry } from "@nats-io/kv"
 import { Data, Effect, Layer } from "effect"
 import { laneToken } from "../../domain/batch/subjects.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
-import { scopedNatsConnection } from "../../eventlog/natsConnection.js"
+import { retriedAtStart, scopedNatsConnection } from "../../eventlog/natsConnection.js"
 import { type LeaseRecord, LeaseStore } from "./LeaseStore.js"
 
 export interface NatsLeaseStoreOptions {
@@ -66,11 +66,16 @@ export const layer = (options: NatsLeaseStoreOptions) =>
       const quick = new Kvm(jetstream(nc, { timeout }))
       const opened = (name: string) =>
         Effect.gen(function* () {
-          const made = yield* bucket(name)
-          const status = yield* Effect.tryPromise({ try: () => made.status(), catch: unavailable(`cannot read the KV bucket ${name}`) })
+          const status = yield* retriedAtStart(
+            Effect.flatMap(bucket(name), (made) =>
+              Effect.tryPromise({ try: () => made.status(), catch: unavailable(`cannot read the KV bucket ${name}`) }),
+            ),
+          )
           if (status.ttl !== options.ttlMs) return yield* Effect.fail(new LeaseTtlMismatch({ bucket: name, bucketTtlMs: status.ttl, ttlMs: options.ttlMs }))
           const allow_direct = status.streamInfo.config.allow_direct
-          return yield* Effect.tryPromise({ try: () => quick.open(name, { allow_direct }), catch: unavailable(`cannot open the KV bucket ${name}`) })
+          return yield* retriedAtStart(
+            Effect.tryPromise({ try: () => quick.open(name, { allow_direct }), catch: unavailable(`cannot open the KV bucket ${name}`) }),
+          )
         })
       const leases: KV = yield* opened(LEASES)
       const instances: KV = yield* opened(INSTANCES)
