@@ -45,6 +45,12 @@ interface Owned {
 }
 
 const LOG_RETRY = logRetry.pipe(Schedule.upTo("30 seconds"))
+/**
+ * How often the batches whose rows have all settled, and which are still not final, are reconciled: the
+ * backstop for a final event nobody wrote (its writer's append lost, its ending claimed by an instance
+ * that then went away, a reconciliation that failed while the log was away).
+ */
+const RECONCILE_EVERY = "10 seconds"
 
 export const Live = Layer.scoped(
   Dispatcher,
@@ -63,6 +69,7 @@ export const Live = Layer.scoped(
     const me = yield* InstanceId
     // The actors schedule rows by the service's clock (a TestClock in tests), whichever fiber starts them.
     const actorClock = yield* Effect.clock
+    const layerScope = yield* Effect.scope
     const owned = new Map<string, Owned>()
     const actors = new Map<string, ModelActor>()
     let stopping = false
@@ -184,13 +191,50 @@ export const Live = Layer.scoped(
             // Every row settled: the owner of the batch's first model writes its final event, from the
             // log, if the writers that settled its lanes (on other instances, perhaps) did not.
             const batch = batches.one(change.batchId)
-            if (batch === undefined || isFinal(batch.status)) return
-            const first = [...(JSON.parse(batch.models) as ReadonlyArray<string>)].sort()[0]
-            if (first === undefined || !owned.has(first)) return
-            yield* writer.execute(change.batchId, { type: "Reconcile", at: yield* writer.now }).pipe(Effect.ignore)
+            if (batch === undefined || isFinal(batch.status) || !reconciles(JSON.parse(batch.models))) return
+            // Not in line: while the log is away it is retried, and the other changes must not wait for it.
+            yield* Effect.forkIn(reconcile(change.batchId), layerScope)
           }
         }
       }).pipe(Effect.catchAllCause((cause) => Effect.logError(`batch ${change.batchId} change could not be handled`, cause)))
+
+    /**
+     * Whether this instance writes the final event of a batch whose rows have all settled: the owner of
+     * the first of its models that has an owner, or any instance running models when none has (a model
+     * gone from the catalog). Two instances doing it at once write one final event: the log keeps one.
+     */
+    const reconciles = (models: ReadonlyArray<string>) => {
+      if (stopping) return false
+      const held = new Set(keeper.info().filter((l) => l.owner !== "").map((l) => l.model))
+      const first = [...models].sort().find((m) => held.has(m) || owned.has(m))
+      return first === undefined ? owned.size > 0 : owned.has(first)
+    }
+    // Decided on the batch as the log holds it; a final event whose ending another writer claimed is
+    // decided again knowing it (the claim's closing goes first), so it is asked twice.
+    const reconcile = (batchId: string) =>
+      Effect.gen(function* () {
+        for (let round = 0; round < 2; round++) {
+          const written = yield* writer
+            .execute(batchId, { type: "Reconcile", at: yield* writer.now })
+            .pipe(Effect.retry({ schedule: LOG_RETRY, while: (e) => e._tag === "LogUnavailable" }))
+          if (written.events.length > 0) return
+        }
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`batch ${batchId} could not be reconciled; it is tried again`, cause)))
+
+    // A batch found so twice in a row: its final event is normally a moment behind its last settle.
+    let settledBefore = new Set<string>()
+    const reconcileSettled = Effect.gen(function* () {
+      const settled = new Set(batches.settledNotFinal().filter((b) => reconciles(JSON.parse(b.models))).map((b) => b.id))
+      for (const id of settled) if (settledBefore.has(id)) yield* reconcile(id)
+      settledBefore = settled
+    })
+    yield* Effect.sleep(RECONCILE_EVERY).pipe(
+      Effect.zipRight(reconcileSettled),
+      Effect.catchAllCause((cause) => Effect.logError("settled batches could not be reconciled", cause)),
+      Effect.forever,
+      Effect.withClock(Clock.make()),
+      Effect.forkScoped,
+    )
 
     const changes = yield* projector.batchChanges
     yield* Queue.take(changes).pipe(

@@ -84,6 +84,9 @@ export const batchReads = (db: Database.Database) => {
     firstPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? ORDER BY seq DESC LIMIT ?`),
     nextPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`),
     unfinished: db.prepare(`SELECT * FROM batches WHERE ${statusIn(UnfinishedBatchStatuses)} ORDER BY seq`),
+    settledNotFinal: db.prepare(
+      `SELECT id, models FROM batches WHERE ${statusIn(UnfinishedBatchStatuses)} AND running = 0 AND total - completed - failed - cancelled = 0`,
+    ),
     unfinishedOf: db.prepare(
       `SELECT count(*) AS n FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)}`,
     ),
@@ -105,6 +108,8 @@ export const batchReads = (db: Database.Database) => {
         ? s.firstPage.all(accountId, limit + 1)
         : s.nextPage.all(accountId, afterSeq, limit + 1)) as Array<BatchRow>,
     unfinished: () => s.unfinished.all() as Array<BatchRow>,
+    /** Unfinished batches none of whose rows runs or waits: their final event is due. */
+    settledNotFinal: () => s.settledNotFinal.all() as Array<Pick<BatchRow, "id" | "models">>,
     unfinishedCount: (accountId: string) => (s.unfinishedOf.get(accountId) as { n: number }).n,
     unfinishedOf: (accountId: string) => s.unfinishedRowsOf.all(accountId) as Array<BatchRow>,
     deadlines: () => s.deadlines.all() as Array<BatchDeadlines>,
