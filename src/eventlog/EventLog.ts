@@ -35,6 +35,13 @@ export interface LogMessage {
   readonly firstSeq?: number
   /** The message's own headers (CloudEvents attributes, its chain link), without the log's `Nats-` ones or `Sluice-Chunk`. */
   readonly headers?: Readonly<Record<string, string>>
+  /**
+   * Its chain link and the previous one on its subject (`Sluice-Sha256`, `Sluice-Prev-Sha256`), given
+   * by an adapter that has them at hand even when the message is read without its headers: a reader
+   * can tell that what it applied is what the log holds (the projections, on NATS).
+   */
+  readonly link?: string
+  readonly prevLink?: string
 }
 
 export interface ReadOptions {
@@ -49,6 +56,11 @@ export interface ReadOptions {
    * decode any but a part's (the log joins a message stored in parts by them).
    */
   readonly withoutHeaders?: boolean
+  /**
+   * Told when a `follow` goes on with a new consumer (a stalled one replaced, a reconnect): what the old
+   * one delivered may have come from a node the stream has moved on from.
+   */
+  readonly onResume?: () => void
 }
 
 export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{
@@ -93,6 +105,11 @@ export interface EventLogShape {
    */
   readonly readMessage: (subject: string, firstSeq: number, seq: number) => Effect.Effect<LogMessage | undefined, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
+  /**
+   * The chain link of the message stored at `seq` on `subject` ("" for one without), or undefined when
+   * the log holds no message of `subject` there; on NATS answered by the stream's leader.
+   */
+  readonly linkAt: (subject: string, seq: number) => Effect.Effect<string | undefined, LogUnavailable>
   /**
    * The seq of the last message stored on exactly `subject` (no wildcards), 0 if none: what an append
    * to it must carry as `expectLastSubjectSeq`. For a message in parts, its last part's seq.

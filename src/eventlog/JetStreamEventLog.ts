@@ -19,7 +19,7 @@ import {
   withChunking,
 } from "./chunking.js"
 import { AppendOutcomeUnknown, EventLog, LogUnavailable, type ReadOptions } from "./EventLog.js"
-import type { StampOptions } from "./eventHeaders.js"
+import { HASH_HEADER, PREV_HASH_HEADER, type StampOptions } from "./eventHeaders.js"
 import { makeJetStreamPublisher, OutcomeUnknownError } from "./jetStreamPublisher.js"
 import { retriedAtStart } from "./natsConnection.js"
 import { OLDEST_SERVER_FOR_REPLICAS, releaseAtLeast } from "../config/nats.js"
@@ -69,11 +69,18 @@ const withOwnHeaders = (message: RawMessage, headers: MsgHdrs | undefined): RawM
 const toRaw = (m: JsMsg): RawMessage =>
   withOwnHeaders({ seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }, m.headers)
 
-/** For a reader of payloads alone (`withoutHeaders`): the headers only of a part, which the log joins by them. */
-const toPayload = (m: JsMsg): RawMessage =>
-  (m.headers?.get(CHUNK_HEADER) ?? "") === ""
-    ? { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
-    : toRaw(m)
+/**
+ * For a reader of payloads alone (`withoutHeaders`): the headers only of a part, which the log joins by
+ * them, and the chain links, which a reader checks what it applied by (the headers are decoded anyway).
+ */
+const toPayload = (m: JsMsg): RawMessage => {
+  if ((m.headers?.get(CHUNK_HEADER) ?? "") !== "") return toRaw(m)
+  const payload = { seq: m.seq, subject: m.subject, data: m.data, time: Number(m.timestampNanos / 1_000_000n) }
+  const link = m.headers?.get(HASH_HEADER) ?? ""
+  if (link === "") return payload
+  const prev = m.headers!.get(PREV_HASH_HEADER)
+  return { ...payload, headers: prev === "" ? { [HASH_HEADER]: link } : { [HASH_HEADER]: link, [PREV_HASH_HEADER]: prev } }
+}
 const converter = (options: ReadOptions | undefined) => (options?.withoutHeaders === true ? toPayload : toRaw)
 
 const storedToRaw = (m: StoredMsg): RawMessage => {
@@ -346,15 +353,17 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
         Stream.suspend(() => {
           const convert = converter(options)
           let next = fromSeq
+          let consumers = 0
           const untilReconnect = Stream.unwrap(
             Effect.map(Ref.get(reconnected), (reconnect) =>
-              Stream.flatMap(consume(filter, next, () => next), ({ messages, stalled }) =>
-                iterate(messages, unavailable("follow failed")).pipe(
+              Stream.flatMap(consume(filter, next, () => next), ({ messages, stalled }) => {
+                if (consumers++ > 0) options?.onResume?.()
+                return iterate(messages, unavailable("follow failed")).pipe(
                   Stream.map(convert),
                   Stream.concat(Stream.fail(new LogUnavailable({ message: "follow ended: connection closed" }))),
                   Stream.interruptWhen(Effect.promise(() => stalled).pipe(Effect.flatMap((s) => (s ? Effect.void : Effect.never)))),
-                ),
-              ).pipe(Stream.interruptWhen(Deferred.await(reconnect))),
+                )
+              }).pipe(Stream.interruptWhen(Deferred.await(reconnect))),
             ),
           )
           return untilReconnect.pipe(

@@ -9,7 +9,7 @@ import {
   type ReadOptions,
   WrongLastSequence,
 } from "./EventLog.js"
-import { HASH_HEADER, makeStamper, type StampOptions } from "./eventHeaders.js"
+import { HASH_HEADER, makeStamper, PREV_HASH_HEADER, type StampOptions } from "./eventHeaders.js"
 
 export const CHUNK_HEADER = "Sluice-Chunk"
 export const DEFAULT_MAX_PAYLOAD = 900 * 1024
@@ -135,11 +135,19 @@ const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
   return out
 }
 
+const withLinks = <M extends object>(message: M, headers: Readonly<Record<string, string>> | undefined) => {
+  const link = headers?.[HASH_HEADER]
+  if (link === undefined) return message
+  const prevLink = headers?.[PREV_HASH_HEADER]
+  return prevLink === undefined ? { ...message, link } : { ...message, link, prevLink }
+}
+
 /** Stateful per stream run: joins parts by chunk id, drops parts whose predecessors were never seen. */
 const makeReassembler = (keepHeaders = true) => {
   const open = new Map<string, Assembly>()
+  // Without headers, a message keeps its chain links where the adapter gave them.
   const withHeaders = <M extends object>(message: M, headers: Readonly<Record<string, string>> | undefined) =>
-    keepHeaders ? withOwn(message, headers) : message
+    keepHeaders ? withOwn(message, headers) : withLinks(message, headers)
   // Assemblies open in seq order (a Map keeps insertion order), so the first is the oldest.
   const withResume = (message: LogMessage): LogMessage => {
     const oldest = open.values().next()
@@ -198,6 +206,7 @@ export const withChunking = (raw: RawEventLog, options: StampOptions = {}): Even
       return undefined
     }),
   lastSeq: raw.lastSeq,
+  linkAt: (subject, seq) => Effect.map(raw.range(subject, seq, seq), (stored) => (stored.length === 0 ? undefined : (stored[0]!.headers?.[HASH_HEADER] ?? ""))),
   lastSeqOf: raw.lastSeqOf,
   probe: raw.probe,
   purge: raw.purge,

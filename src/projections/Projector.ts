@@ -1,4 +1,4 @@
-import { Chunk, Context, Effect, Layer, PubSub, type Queue, Schedule, Schema, type Scope, Stream } from "effect"
+import { Chunk, Context, Data, Effect, Layer, PubSub, Queue, Schedule, Schema, type Scope, Stream } from "effect"
 import { AccountEvent } from "../domain/account/events.js"
 import { upcast } from "../domain/versions/upcast.js"
 import { isRowEvent, type RowEvent } from "../domain/batch/events.js"
@@ -18,8 +18,16 @@ import { Metrics } from "../metrics/Metrics.js"
 import { makeThroughput, type Throughput } from "./throughput.js"
 import { WebhookEvent } from "../domain/webhook/events.js"
 import { webhooksProjection } from "./webhooks.js"
+import { makeAppliedLinks } from "./appliedLinks.js"
+import { rebuildInPlace } from "./rebuild.js"
+import { batchReads } from "./batchReads.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
+/** How often what was applied is checked against the stream's leader while following (appliedLinks.ts). */
+const CHECK_APPLIED_EVERY = "30 seconds"
+
+/** The projections applied a message the log no longer holds at its place: they are rebuilt before going on. */
+class Diverged extends Data.TaggedError("Diverged")<{ readonly message: string }> {}
 /** A follow page is at most 2,000 messages; 8 ms is well within what a poll for a batch waits anyway. */
 const GATHERING = { messages: 2_000, ms: 8 }
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
@@ -212,6 +220,7 @@ export const Live = Layer.scoped(
     let accountsVersion = 0
     let wakeGathering = () => {}
     const applied = makeSeqWaiters(appliedOffset(db), () => wakeGathering())
+    const links = makeAppliedLinks()
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
       Effect.gen(function* () {
         const messages = Chunk.toReadonlyArray(chunk)
@@ -220,7 +229,9 @@ export const Live = Layer.scoped(
         settings = new Set()
         usage = new Set()
         batchChangesNow = []
+        const before = applied.reached()
         const skipped = apply(messages)
+        for (const m of messages) if (m.seq > before) links.saw(m)
         appliedDelayMs = Math.max(0, Date.now() - messages[0]!.time)
         if (skipped.length > 0) yield* Effect.logWarning("log messages that are not Sluice events were skipped", skipped)
         if (settings.size > 0) accountsVersion++
@@ -229,16 +240,44 @@ export const Live = Layer.scoped(
         applied.advance(last.seq)
       }).pipe(Effect.uninterruptible)
     yield* log.read(">", resumeOffset(db), eventsOnly).pipe(Stream.runForEachChunk(applyChunk))
+
+    const reads = batchReads(db)
+    /** The follow went on with a new consumer: what was applied is checked at once. */
+    const resumed = yield* Queue.sliding<void>(1)
+    /**
+     * What was applied since the last check, against the stream's leader: a read model that applied what
+     * the log no longer holds is rebuilt from the log, and the model actors told of every unfinished batch
+     * (as if created), so that their owners take them again as the log holds them.
+     */
+    const checkApplied = Effect.gen(function* () {
+      const diverged = yield* links.diverged(log)
+      if (diverged.length === 0) return
+      yield* Effect.logWarning("the read model applied messages the event log no longer holds there: rebuilding it from the log", diverged.slice(0, 20))
+      const rebuilt = yield* rebuildInPlace(db, log)
+      links.forget()
+      statuses.recount()
+      accountsVersion++
+      applied.advance(rebuilt.appliedSeq)
+      const unfinished = reads.unfinished().map((b): BatchChange => ({ kind: "created", batchId: b.id, models: JSON.parse(b.models) }))
+      if (unfinished.length > 0) yield* PubSub.publish(batchChanges, unfinished)
+      yield* Effect.logInfo(`the read model was rebuilt from the log up to seq ${rebuilt.appliedSeq}`)
+    })
+
     // Following the log, chunks are gathered into fewer transactions unless a reader waits (chunkGathering.ts).
+    // Each (re)start of the follow, after a reconnect or a stalled consumer among others, checks first.
     const follow = Effect.gen(function* () {
+      yield* checkApplied
       const gathered = yield* makeChunkGathering<LogMessage>(GATHERING, applied.waited)
       wakeGathering = gathered.wake
+      // Found apart while following: the follow stops, and its restart rebuilds first.
+      const apart = Effect.suspend(() => (links.apart() ? Effect.fail(new Diverged({ message: "applied messages the log no longer holds" })) : Effect.void))
       yield* Effect.all(
         [
-          log.follow(">", resumeOffset(db), eventsOnly).pipe(Stream.runForEachChunk(gathered.offer)),
-          Effect.forever(Effect.flatMap(gathered.next, applyChunk)),
+          log.follow(">", resumeOffset(db), { ...eventsOnly, onResume: () => Queue.unsafeOffer(resumed, undefined) }).pipe(Stream.runForEachChunk(gathered.offer)),
+          Effect.forever(Effect.zipRight(Effect.flatMap(gathered.next, applyChunk), apart)),
+          Effect.forever(Effect.zipRight(Effect.race(Effect.sleep(CHECK_APPLIED_EVERY), Queue.take(resumed)), Effect.zipRight(Effect.ignore(links.diverged(log)), apart))),
         ],
-        { concurrency: 2, discard: true },
+        { concurrency: 3, discard: true },
       )
     })
     yield* follow.pipe(

@@ -6,12 +6,16 @@ import type Database from "better-sqlite3"
  */
 export const makeBatchStatusCounts = (db: Database.Database) => {
   const counts = new Map<string, number>()
-  for (const { status, n } of db.prepare(`SELECT status, count(*) AS n FROM batches GROUP BY status`).all() as Array<{
-    status: string
-    n: number
-  }>) {
-    counts.set(status, n)
+  const recount = () => {
+    counts.clear()
+    for (const { status, n } of db.prepare(`SELECT status, count(*) AS n FROM batches GROUP BY status`).all() as Array<{
+      status: string
+      n: number
+    }>) {
+      counts.set(status, n)
+    }
   }
+  recount()
   let staged: Array<readonly [string | undefined, string | undefined]> = []
   const bump = (status: string | undefined, by: number) => {
     if (status !== undefined) counts.set(status, (counts.get(status) ?? 0) + by)
@@ -31,6 +35,8 @@ export const makeBatchStatusCounts = (db: Database.Database) => {
       staged = []
     },
     snapshot: (): ReadonlyMap<string, number> => counts,
+    /** The read model was rebuilt under the counts: counted again. */
+    recount,
   }
 }
 

@@ -120,3 +120,35 @@ export const readModelDigest = (db: Database.Database): ReadModelDigest =>
 
 export const differingTables = (a: ReadModelDigest, b: ReadModelDigest): ReadonlyArray<ContentTable> =>
   contentTables.filter((t) => a.tables[t].sha256 !== b.tables[t].sha256)
+
+/**
+ * Replays the whole log into a read model beside `db`'s file, then replaces `db`'s content (offsets
+ * included) with it in one transaction: readers see the old content until it commits. For a read model
+ * that applied messages the log no longer holds (appliedLinks.ts); its projector then follows on from
+ * the offset the rebuild reached.
+ */
+export const rebuildInPlace = (db: Database.Database, log: EventLogShape): Effect.Effect<Rebuilt, LogUnavailable> =>
+  Effect.gen(function* () {
+    const path = `${db.name}.rebuild`
+    const rebuilt = yield* rebuildReadModel(log, path)
+    yield* Effect.sync(() => {
+      db.prepare(`ATTACH DATABASE ? AS rebuilt`).run(path)
+      try {
+        const tables = db
+          .prepare(`SELECT name FROM rebuilt.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+          .pluck()
+          .all() as Array<string>
+        db.transaction(() => {
+          for (const table of tables) {
+            const columns = (db.prepare(`PRAGMA main.table_info(${quoted(table)})`).all() as Array<ColumnInfo>).map((c) => quoted(c.name)).join(", ")
+            db.exec(`DELETE FROM main.${quoted(table)}`)
+            db.exec(`INSERT INTO main.${quoted(table)} (${columns}) SELECT ${columns} FROM rebuilt.${quoted(table)}`)
+          }
+        })()
+      } finally {
+        db.exec(`DETACH DATABASE rebuilt`)
+        removeReadModelFiles(path)
+      }
+    })
+    return rebuilt
+  })
