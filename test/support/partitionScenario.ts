@@ -41,8 +41,9 @@ export const partitionScenario = (
       d = await startPartitionedDeployment()
     }, 120_000)
     afterAll(async () => {
-      if (failed) console.log(`partition ${name}: logs and stores kept in ${d?.root}`)
-      await d?.stop(failed)
+      const keep = failed || process.env.SLUICE_PARTITION_KEEP === "1"
+      if (keep) console.log(`partition ${name}: logs and stores kept in ${d?.root}`)
+      await d?.stop(keep)
     }, 60_000)
 
     it("finishes every batch after the heal, each row's result stored once and read the same everywhere", { timeout: 240_000 }, async ({ onTestFailed }) => {
