@@ -92,7 +92,7 @@ const readLog = async (d: PartitionedDeployment): Promise<Array<StreamMessage>> 
     try {
       return await readStream(d.natsUrl)
     } catch (error) {
-      if (attempt >= 5) throw error
+      if (attempt >= 10) throw error
       await sleep(1_000)
     }
   }
@@ -161,6 +161,8 @@ export const checkAfterHeal = async (
     expect.soft(stats.maxInFlight, `${model}: requests at the upstream at once`).toBeLessThanOrEqual(SLOTS)
   }
 
+  // The checks below read the log and each replica: they wait for the cluster to settle after the heal.
+  expect.soft(await streamSettled(d.nats), "every node names one meta leader and one leader of SLUICE, which sees every replica current").toBe(true)
   const log = await readLog(d)
   const windows = laneWindows(log)
   const lifecycle = lifecycleEvents(log)
@@ -200,7 +202,6 @@ export const checkAfterHeal = async (
   const states = await replicaStates(d.nats)
   expect.soft(new Set(Object.values(states).map((s) => JSON.stringify(s))).size, `replica states per node: ${JSON.stringify(states)}`).toBe(1)
   expect.soft(Object.values(states).every((s) => s !== undefined), `replica states per node: ${JSON.stringify(states)}`).toBe(true)
-  expect.soft(await streamSettled(d.nats), "every node names one leader of SLUICE, which sees every replica current").toBe(true)
   for (const round of [1, 2]) {
     for (const instance of d.instances) {
       const out = await replay(d, instance)
