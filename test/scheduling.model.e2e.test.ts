@@ -342,7 +342,7 @@ const commands = (nats: boolean) =>
       fc.constant(windowCloses),
       instance.map(restart),
       instance.map(crash),
-      ...(nats ? [partitioning, partitioning] : []),
+      ...(nats ? [partitioning, partitioning, partitioning] : []),
     ],
     { maxCommands: 20 },
   )
