@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parse } from "yaml"
+import { OLDEST_SERVER_FOR_REPLICAS, releaseAtLeast } from "../src/config/nats.js"
 
 /*
  * docker-compose.yml as Compose reads it (YAML with merge keys), checked by reading: no Docker engine
@@ -45,6 +46,14 @@ describe("docker-compose.yml", () => {
 
     it("holds three NATS nodes and three Sluice instances", () => {
       expect(inProfile("cluster")).toEqual([...nodes, ...instances].sort())
+    })
+
+    it(`runs every NATS node on a named release no older than ${OLDEST_SERVER_FOR_REPLICAS}, which replicas need`, () => {
+      for (const name of nodes) {
+        const tag = /^nats:(\d+\.\d+\.\d+)$/.exec(service(name).image ?? "")?.[1]
+        expect(tag, `${name}: ${service(name).image}`).toBeDefined()
+        expect(releaseAtLeast(tag!, OLDEST_SERVER_FOR_REPLICAS), `${name}: ${tag}`).toBe(true)
+      }
     })
 
     it("routes every NATS node to the other two as one JetStream cluster, each with its own name and store", () => {
