@@ -1,10 +1,10 @@
-import { Context, Data, Deferred, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
+import { Cause, Context, Data, Deferred, Effect, Either, Exit, FiberId, Layer, Option, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
 import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import { type Ending, endingIn, fateOf } from "../domain/batch/fate.js"
 import { type BatchState, evolve, initialState, isClosed, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
-import { batchMsgId, batchSubject, isLaneSubject } from "../domain/batch/subjects.js"
+import { batchMsgId, batchSubject } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, isOutcomeUnknown, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import type { BatchOwner } from "./batchState.js"
@@ -82,8 +82,14 @@ export interface Decided {
 /** Another writer claimed the batch's ending first: the decisions of the append are made again knowing it. */
 class FateTaken extends Data.TaggedError("FateTaken")<{ readonly ending: Ending }> {}
 
+/**
+ * A decision was made on a view of the batch that assumed an append the log did not take (or not all of
+ * it): it was not written, and deciding it again decides it on the batch as the log holds it.
+ */
+export class DecideAgain extends LogUnavailable {}
+
 /** A decision failed because the batch ends otherwise than it assumed: deciding it again decides it knowing so. */
-class EndsOtherwise extends LogUnavailable {}
+class EndsOtherwise extends DecideAgain {}
 
 type AppendError = LogUnavailable | WrongLastSequence | LeaseLost | FateTaken
 type AppendExit = Exit.Exit<ReadonlyArray<AppendResult>, AppendError>
@@ -104,6 +110,8 @@ interface Outgoing {
 
 interface Entry {
   state: BatchState
+  /** The last decision queued on this view: the view assumes it, and every one before it, is stored. */
+  last: Outgoing | undefined
   readonly owner: BatchOwner | undefined
   readonly rowModels: ReadonlyArray<string>
   readonly outbox: Array<Outgoing>
@@ -255,7 +263,7 @@ export const Live = Layer.effect(
           (appending === undefined ? read : Effect.zipRight(Deferred.await(appending), read)).pipe(
             Effect.map(({ state, owner, rowModels, tips }): Entry => {
               lanes.learn(batchId, owner?.models ?? [], tips)
-              const loaded: Entry = { state, owner, rowModels, outbox: [], drained: undefined, stale: false, fate: fates.get(batchId) }
+              const loaded: Entry = { state, last: undefined, owner, rowModels, outbox: [], drained: undefined, stale: false, fate: fates.get(batchId) }
               live.set(batchId, loaded)
               return loaded
             }),
@@ -413,11 +421,15 @@ export const Live = Layer.effect(
               return { written, placeOf }
             }),
           )
-          // Decisions queued behind a failed append were made on a state that assumed it: they fail with it.
+          // Decisions queued behind a failed append were made on a state that assumed it: they fail with it,
+          // and one refused as out of place fails as not written: the refusal was of another decision's message.
+          const behind = Exit.isFailure(exit) ? current.outbox.splice(0) : []
           if (Exit.isFailure(exit)) {
-            sending.push(...current.outbox.splice(0))
             // Whatever waits on them or not, the next decision on the batch is made on the log's batch.
             if (live.get(batchId) === current) live.delete(batchId)
+            const notSent: AppendExit = Exit.fail(new DecideAgain({ message: `batch ${batchId}: decided behind an append the log refused` }))
+            const refused = Option.exists(Cause.failureOption(exit.cause), (e) => e._tag === "WrongLastSequence")
+            for (const decision of behind) settle(decision, refused ? notSent : Exit.failCause(exit.cause))
           }
           for (const decision of sending) {
             const outcome: AppendExit = Exit.isFailure(exit)
@@ -459,6 +471,20 @@ export const Live = Layer.effect(
 
     const nothingWritten = Effect.map(projector.applied, (seq): Written => ({ events: [], seq }))
 
+    /**
+     * What a decision of no events was decided on: the view's decisions still on their way (the last one
+     * stands for all, since one that fails fails every one queued behind it). Nothing decided on a view the
+     * log did not take stands: the decision is made again on the log's batch.
+     */
+    const assumed = (batchId: string, current: Entry): Effect.Effect<Written, DecideAgain> => {
+      const last = current.last
+      if (last === undefined || (last.exit !== undefined && Exit.isSuccess(last.exit))) return nothingWritten
+      return Effect.matchEffect(appended(last), {
+        onFailure: () => Effect.fail(new DecideAgain({ message: `batch ${batchId}: decided on a view the log did not take` })),
+        onSuccess: () => nothingWritten,
+      })
+    }
+
     /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
     const decideOn = (
       batchId: string,
@@ -475,7 +501,7 @@ export const Live = Layer.effect(
       const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
       const events = fate === undefined ? decision.right : [fate, ...decision.right]
-      if (events.length === 0) return Effect.succeed({ events, written: nothingWritten })
+      if (events.length === 0) return Effect.succeed({ events, written: assumed(batchId, current) })
       if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
       const after = afterWritten(current.rowModels, metrics, current.state, current.owner, events)
       const wasFinal = isFinal(current.state.status)
@@ -484,6 +510,7 @@ export const Live = Layer.effect(
       const finished = !wasFinal && isFinal(current.state.status)
       const outgoing: Outgoing = { events, lane, ends, exit: undefined, waiting: undefined, after }
       current.outbox.push(outgoing)
+      current.last = outgoing
       startDrain(batchId, current)
       const written: Effect.Effect<Written, WriteError> = appended(outgoing).pipe(
         Effect.matchEffect({
@@ -492,15 +519,20 @@ export const Live = Layer.effect(
             if (live.get(batchId) === current) live.delete(batchId)
             if (error._tag === "LogUnavailable" || error._tag === "LeaseLost") return Effect.fail(error)
             if (error._tag === "FateTaken") return endsOtherwise(batchId, error)
-            if (isLaneSubject(error.subject) && lane !== undefined) {
-              // Refused on the lane: another lease wrote it since (this one is lost), or a window of this
-              // lease whose acknowledgement was lost (the decision is decided again on the log's batch).
-              return Effect.flatMap(load(batchId), () =>
-                Effect.fail(lanes.verdict(batchId, lane) ?? new LogUnavailable({ message: `${error.subject} moved on: read again` })),
-              )
+            // Another writer already wrote this decision's lifecycle event: adopt the log's version of the batch.
+            if (!events.some(isRowEvent) && events.some((e) => batchSubject(e.batch_id, e.type) === error.subject)) {
+              return Effect.flatMap(Effect.flatMap(log.lastSeq, projector.awaitSeq), () => nothingWritten)
             }
-            // Another writer already wrote this lifecycle event: adopt the log's version of the batch.
-            return Effect.flatMap(Effect.flatMap(log.lastSeq, projector.awaitSeq), () => nothingWritten)
+            // Refused on the lane: another lease wrote it since (this one is lost), or a window of this lease
+            // whose acknowledgement was lost. Or another message of the append was refused (a lifecycle event
+            // another writer wrote first), which says nothing of this decision's own: the append reports one
+            // refusal. Either way the decision is made again on the log's batch.
+            return Effect.flatMap(load(batchId), () =>
+              Effect.fail(
+                (lane === undefined ? undefined : lanes.verdict(batchId, lane)) ??
+                  new DecideAgain({ message: `${error.subject} moved on: read again` }),
+              ),
+            )
           },
           onSuccess: (results) => {
             if (results.length === 0) return nothingWritten
@@ -528,8 +560,8 @@ export const Live = Layer.effect(
     // Without a lane, nothing is written under a lease: a lease cannot be lost.
     const execute = (batchId: string, command: BatchCommand) =>
       Effect.catchTag(executeRow(batchId, command, undefined as unknown as LaneHold), "LeaseLost", (e) => Effect.die(e)).pipe(
-        // Decided again on the batch read with the ending that stands: that decision is consistent with it.
-        Effect.retry({ while: (e) => e instanceof EndsOtherwise, times: 3 }),
+        // Decided again on the batch as the log holds it (with the ending that stands): consistent with it.
+        Effect.retry({ while: (e) => e instanceof DecideAgain, times: 3 }),
       )
 
     const create = (batch: NewBatch) => {
@@ -553,6 +585,7 @@ export const Live = Layer.effect(
         const owner = { accountId: created.account_id, models: created.models }
         live.set(batchId, {
           state: events.reduce(evolve, initialState(batchId)),
+          last: undefined,
           owner,
           rowModels,
           outbox: [],
@@ -600,6 +633,7 @@ export const Live = Layer.effect(
         const ends = fate === undefined ? newEnding(before, interrupted) : undefined
         const outgoing: Outgoing = { events: interrupted, lane, claim: true, ends, exit: undefined, waiting: undefined, after: undefined }
         current.outbox.push(outgoing)
+        current.last = outgoing
         startDrain(batchId, current)
         const claimed = yield* Effect.either(appended(outgoing))
         if (Either.isLeft(claimed)) {
