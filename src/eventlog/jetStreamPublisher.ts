@@ -6,6 +6,8 @@ import { WrongLastSequence } from "./EventLog.js"
 /** nats.js's own default for a JetStream publish's ack. */
 const ACK_TIMEOUT_MS = 5_000
 const WINDOW = 256
+/** JSStreamDuplicateMessageConflict, "duplicate message id is in process" (not in nats.js 3.4's JetStreamApiCodes). */
+const DUPLICATE_IN_PROCESS = 10158
 const text = new TextDecoder()
 
 /** The publish went out, or may have, and no answer says whether the stream stored it. */
@@ -74,6 +76,9 @@ export const makeJetStreamPublisher = (nc: NatsConnection): JetStreamPublisher =
       if (ack.error.err_code === JetStreamApiCodes.StreamWrongLastSequence) {
         return w.settle(new WrongLastSequence({ subject: w.subject, expected: w.expected }))
       }
+      // 2.11+ answers a message id proposed but not stored yet with this error where 2.10 answers a
+      // duplicate at seq 0 (below): the same unknown outcome.
+      if (ack.error.err_code === DUPLICATE_IN_PROCESS) return w.settle(undefined, new OutcomeUnknownError(ack.error.description ?? "duplicate message id is in process"))
       return w.settle(undefined, new Error(ack.error.description ?? "publish refused"))
     }
     if (typeof ack.seq !== "number") return w.settle(undefined, new OutcomeUnknownError("invalid ack response"))
