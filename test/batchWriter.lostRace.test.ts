@@ -4,14 +4,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as BatchWriter from "../src/actors/BatchWriter.js"
-import * as FateStore from "../src/actors/fate/FateStore.js"
 import type { LaneWindow } from "../src/domain/batch/laneWindow.js"
 import { batchMsgId, batchSubject, isLaneSubject, oneBatch } from "../src/domain/batch/subjects.js"
 import { type AppendInput, EventLog, LogUnavailable, WrongLastSequence } from "../src/eventlog/EventLog.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
-import { InstanceId, Metrics } from "../src/metrics/Metrics.js"
-import * as Projector from "../src/projections/Projector.js"
-import { ReadModel } from "../src/projections/ReadModel.js"
+import { writerStack } from "./support/writerStack.js"
 
 const lane = { model: "m", owner: "s2", revision: 1, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
 const batchOf = (n: number) => ({
@@ -65,16 +62,7 @@ const writerOverHeldLog = (dir: string) =>
         }
       }),
     ).pipe(Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })))
-    const context = yield* Layer.build(
-      BatchWriter.Live.pipe(
-        Layer.provide(FateStore.single),
-        Layer.provideMerge(Projector.Live),
-        Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-        Layer.provideMerge(held),
-        Layer.provideMerge(Metrics.live),
-        Layer.provide(InstanceId.layer("s2")),
-      ),
-    )
+    const context = yield* writerStack(dir, held, "s2")
     return { writer: Context.get(context, BatchWriter.BatchWriter), log: Context.get(context, EventLog), gate }
   })
 

@@ -12,20 +12,10 @@ import { isLaneSubject } from "../src/domain/batch/subjects.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
 import * as Projector from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
+import { writerStack } from "./support/writerStack.js"
 import { InstanceId, Metrics } from "../src/metrics/Metrics.js"
 
-/** The writer over `log`, a real read model and projector, as the service builds them. */
-const built = <E>(dir: string, log: Layer.Layer<EventLog, E>) =>
-  Layer.build(
-    BatchWriter.Live.pipe(
-      Layer.provide(FateStore.single),
-      Layer.provideMerge(Projector.Live),
-      Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-      Layer.provideMerge(log),
-      Layer.provideMerge(Metrics.live),
-      Layer.provide(InstanceId.layer("test")),
-    ),
-  )
+const built = writerStack
 const writerOn = <E>(dir: string, log: Layer.Layer<EventLog, E>) => Effect.map(built(dir, log), (context) => Context.get(context, BatchWriter.BatchWriter))
 const embeddedLog = (dir: string) => SqliteEventLog.layer({ path: join(dir, "log.sqlite") })
 /** The writer over a real embedded log. */

@@ -4,13 +4,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as BatchWriter from "../src/actors/BatchWriter.js"
-import * as FateStore from "../src/actors/fate/FateStore.js"
 import { isLaneSubject, oneBatch } from "../src/domain/batch/subjects.js"
 import { type AppendInput, AppendOutcomeUnknown, EventLog } from "../src/eventlog/EventLog.js"
 import * as SqliteEventLog from "../src/eventlog/SqliteEventLog.js"
-import { InstanceId, Metrics } from "../src/metrics/Metrics.js"
-import * as Projector from "../src/projections/Projector.js"
-import { ReadModel } from "../src/projections/ReadModel.js"
+import { writerStack } from "./support/writerStack.js"
 import { Stream } from "effect"
 
 const lane = { model: "m", owner: "test", revision: 1, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
@@ -44,16 +41,7 @@ const writerOverUnsureLog = (dir: string, stores: boolean) =>
           }),
       })),
     ).pipe(Layer.provideMerge(SqliteEventLog.layer({ path: join(dir, "log.sqlite") })))
-    const context = yield* Layer.build(
-      BatchWriter.Live.pipe(
-        Layer.provide(FateStore.single),
-        Layer.provideMerge(Projector.Live),
-        Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-        Layer.provideMerge(unsure),
-        Layer.provideMerge(Metrics.live),
-        Layer.provide(InstanceId.layer("test")),
-      ),
-    )
+    const context = yield* writerStack(dir, unsure)
     return { writer: Context.get(context, BatchWriter.BatchWriter), log: Context.get(context, EventLog), state }
   })
 

@@ -6,16 +6,15 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as BatchWriter from "../../src/actors/BatchWriter.js"
-import * as FateStore from "../../src/actors/fate/FateStore.js"
 import { isLaneSubject } from "../../src/domain/batch/subjects.js"
 import { EventLog } from "../../src/eventlog/EventLog.js"
 import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
-import { InstanceId, Metrics } from "../../src/metrics/Metrics.js"
 import * as Projector from "../../src/projections/Projector.js"
 import { ReadModel } from "../../src/projections/ReadModel.js"
 import { readModelDigest, rebuildReadModel } from "../../src/projections/rebuild.js"
 import { type NatsServer, startNatsServer } from "../support/natsServer.js"
 import { waitFor } from "../support/waitFor.js"
+import { writerStack } from "../support/writerStack.js"
 
 const lane = { model: "m", owner: "test", revision: 1, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
 const batchOf = (n: number) => ({
@@ -48,16 +47,7 @@ describe("a read model whose applied messages the stream no longer holds", () =>
       Effect.scoped(
         Effect.gen(function* () {
           const logLayer = JetStreamEventLog.layer({ url: nats.url })
-          const context = yield* Layer.build(
-            BatchWriter.Live.pipe(
-              Layer.provide(FateStore.single),
-              Layer.provideMerge(Projector.Live),
-              Layer.provideMerge(ReadModel.layer(join(dir, "read.sqlite"))),
-              Layer.provideMerge(logLayer),
-              Layer.provideMerge(Metrics.live),
-              Layer.provide(InstanceId.layer("test")),
-            ),
-          )
+          const context = yield* writerStack(dir, logLayer)
           const writer = Context.get(context, BatchWriter.BatchWriter)
           const projector = Context.get(context, Projector.Projector)
           const log = Context.get(context, EventLog)
