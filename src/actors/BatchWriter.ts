@@ -16,6 +16,7 @@ import { Metrics } from "../metrics/Metrics.js"
 import { FateStore } from "./fate/FateStore.js"
 import { appendBodies, rowsMessages } from "./rowsAdded.js"
 import { appendSettled } from "./unknownOutcome.js"
+import type { QueuedResponse } from "../domain/response/queuedResponse.js"
 
 export interface NewBatch {
   readonly accountId: string
@@ -26,6 +27,8 @@ export interface NewBatch {
   /** Chosen by the caller when it must name the batch before it is stored (an idempotency claim). */
   readonly batchId?: string
   readonly rerunOf?: string
+  /** A response run as this one-row batch; its id must then be a response id (src/domain/batch/subjects.ts). */
+  readonly response?: QueuedResponse
 }
 
 export interface Written {
@@ -169,12 +172,15 @@ const createdEvent = (batch: NewBatch, batchId: string, now: number): Extract<Ba
   key_id: batch.keyId,
   created_at: now,
   expires_at: now + batch.completionWindowMs,
-  completion_window: `${Math.round(batch.completionWindowMs / 3_600_000)}h`,
+  completion_window: windowName(batch.completionWindowMs),
   metadata: batch.metadata === null ? null : { ...batch.metadata },
   total: batch.requests.length,
   models: [...new Set(batch.requests.map((r) => r.model))],
   ...(batch.rerunOf === undefined ? {} : { rerun_of: batch.rerunOf }),
+  ...(batch.response === undefined ? {} : { response: batch.response }),
 })
+
+const windowName = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${Math.round(ms / 60_000)}m`)
 
 /** Row commands are the lease owner's; the others are the batch's lifecycle, decided on the log's batch. */
 const isRowCommand = (command: BatchCommand) =>

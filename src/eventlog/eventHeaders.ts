@@ -17,8 +17,8 @@ export const HASH_HEADER = "Sluice-Sha256"
 export const CE_SPEC_VERSION = "1.0"
 export const CE_SOURCE = "/sluice"
 
-const CHAINED_PREFIX = "batch."
-export const isChained = (subject: string) => subject.startsWith(CHAINED_PREFIX)
+/** Batches' and responses' subjects (src/domain/batch/subjects.ts's roots) carry links. */
+export const isChained = (subject: string) => subject.startsWith("batch.") || subject.startsWith("response.")
 
 /** A message's link: the SHA-256 of the previous link on its subject ("" for the first), its subject and its data. */
 export const linkHash = (prev: string, subject: string, data: Uint8Array): string =>

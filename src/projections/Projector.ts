@@ -18,6 +18,7 @@ import { Metrics } from "../metrics/Metrics.js"
 import { makeThroughput, type Throughput } from "./throughput.js"
 import { WebhookEvent } from "../domain/webhook/events.js"
 import { webhooksProjection } from "./webhooks.js"
+import { responsesProjection } from "./responses.js"
 import { makeAppliedLinks } from "./appliedLinks.js"
 import { rebuildInPlace } from "./rebuild.js"
 import { batchReads } from "./batchReads.js"
@@ -88,6 +89,7 @@ export const makeApplier = (
   const accounts = accountsProjection(db)
   const usage = usageProjection(db)
   const webhooks = webhooksProjection(db)
+  const responses = responsesProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
@@ -111,7 +113,8 @@ export const makeApplier = (
     // Request bodies, most of a batch's bytes: no projection needs them (`rows_added` says where they are).
     if (isRowBodiesSubject(message.subject)) return true
     const kind = message.subject.slice(0, message.subject.indexOf("."))
-    if (kind === "batch") {
+    // A response runs as a batch of one row on its own subjects (src/domain/response/queuedResponse.ts).
+    if (kind === "batch" || kind === "response") {
       const decoded = decodeBatchMessage(message.data)
       if (decoded === undefined) return false
       if (isLaneWindow(decoded)) {
@@ -126,7 +129,8 @@ export const makeApplier = (
           const charged = usage.purged(decoded)
           if (charged !== undefined) changed?.usage(charged)
         }
-        webhooks.batchEvent(decoded)
+        if (kind === "batch") webhooks.batchEvent(decoded)
+        else responses(decoded, message.seq)
         results.apply(decoded, batches.apply(decoded, message.seq), message)
       }
       return true

@@ -1,6 +1,7 @@
 import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 import { webhookTables } from "./webhooks.js"
+import { responseTables } from "./responses.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
@@ -27,7 +28,12 @@ CREATE TABLE IF NOT EXISTS batches (
   closing_error TEXT,
   final_written TEXT,
   created_ms INTEGER NOT NULL,
-  rerun_of TEXT
+  rerun_of TEXT,
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  cached_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+  total_tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, seq);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
@@ -87,7 +93,8 @@ CREATE TABLE IF NOT EXISTS usage (
 // 2: request bodies are no longer copied into an `inputs` table; `row_chunks` says where in the log they are.
 // 3: `row_chunks` names the type of the event holding the bodies (`row_bodies`, or `rows_added` before those).
 // 4: a batch is final only once no row runs (`closing`, `final_written`), and deleted batches leave `tombstones`.
-const SCHEMA_VERSION = 4
+// 5: batches count their completed rows' tokens (`input_tokens` …), which rows completed earlier in the log fill.
+const SCHEMA_VERSION = 5
 const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
@@ -101,7 +108,7 @@ const migrate = (db: Database.Database) => {
   })()
 }
 
-/** Columns added after version 4, each nullable: added in place, since no earlier event fills them. */
+/** Columns added after version 5, each nullable: added in place, since no earlier event fills them. */
 const addedColumns: ReadonlyArray<readonly [table: string, column: string, type: string]> = [["batches", "rerun_of", "TEXT"]]
 const addColumns = (db: Database.Database) => {
   for (const [table, column, type] of addedColumns) {
@@ -127,6 +134,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           migrate(db)
           db.exec(schema)
           db.exec(webhookTables)
+          db.exec(responseTables)
           addColumns(db)
           return db
         }),

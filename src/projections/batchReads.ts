@@ -1,9 +1,11 @@
 import type Database from "better-sqlite3"
+import { isResponseId } from "../domain/batch/subjects.js"
 import type { BatchObject } from "../domain/api/BatchObject.js"
 import { type BatchStatus, UnfinishedBatchStatuses } from "../domain/api/BatchStatus.js"
+import { batchUsage, type TokenTotals } from "../domain/batch/tokenTotals.js"
 import { statusIn } from "./statusSql.js"
 
-export interface BatchRow {
+export interface BatchRow extends TokenTotals {
   readonly id: string
   readonly account_id: string
   readonly key_id: string
@@ -66,6 +68,7 @@ export const toBatchObject = (
   rerun_of: row.rerun_of,
   rows_ahead: eta.rows_ahead,
   estimated_completion_at: eta.estimated_completion_at,
+  usage: batchUsage(row),
 })
 
 /** What a batch's timers go by: its completion window while unfinished, its finishing time (seconds) once final. */
@@ -78,29 +81,32 @@ export interface BatchDeadlines {
 
 const deadlineColumns = `id, status, expires_at, coalesce(completed_at, failed_at, expired_at, cancelled_at) AS finished_at`
 
+/** The batches a caller sees as batches: not the responses run as one-row batches (src/domain/response). */
+const batchesOnly = `id NOT LIKE 'resp\\_%' ESCAPE '\\'`
+
 export const batchReads = (db: Database.Database) => {
   const s = {
     one: db.prepare(`SELECT * FROM batches WHERE id = ?`),
-    firstPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? ORDER BY seq DESC LIMIT ?`),
-    nextPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`),
+    firstPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND ${batchesOnly} ORDER BY seq DESC LIMIT ?`),
+    nextPage: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND seq < ? AND ${batchesOnly} ORDER BY seq DESC LIMIT ?`),
     unfinished: db.prepare(`SELECT * FROM batches WHERE ${statusIn(UnfinishedBatchStatuses)} ORDER BY seq`),
     settledNotFinal: db.prepare(
       `SELECT id, models FROM batches WHERE ${statusIn(UnfinishedBatchStatuses)} AND running = 0 AND total - completed - failed - cancelled = 0`,
     ),
     unfinishedOf: db.prepare(
-      `SELECT count(*) AS n FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)}`,
+      `SELECT count(*) AS n FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)} AND ${batchesOnly}`,
     ),
-    unfinishedRowsOf: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)}`),
+    unfinishedRowsOf: db.prepare(`SELECT * FROM batches WHERE account_id = ? AND ${statusIn(UnfinishedBatchStatuses)} AND ${batchesOnly}`),
     deadlines: db.prepare(`SELECT ${deadlineColumns} FROM batches`),
     deadlinesOf: db.prepare(`SELECT ${deadlineColumns} FROM batches WHERE id = ?`),
   }
   const one = (id: string) => s.one.get(id) as BatchRow | undefined
   return {
     one,
-    /** Another account's batch reads exactly like one that does not exist. */
+    /** Another account's batch reads exactly like one that does not exist, and so does a response. */
     ofAccount: (accountId: string, id: string) => {
       const row = one(id)
-      return row !== undefined && row.account_id === accountId ? row : undefined
+      return row !== undefined && row.account_id === accountId && !isResponseId(id) ? row : undefined
     },
     /** Newest first; `afterSeq` is the position of the previous page's last batch. */
     page: (accountId: string, limit: number, afterSeq: number | undefined) =>

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { QueuedResponse } from "../response/queuedResponse.js"
 
 /*
  * The batch events are the storage format of the log: auditors replay them and
@@ -37,6 +38,8 @@ export const BatchCreated = Schema.Struct({
   models: Schema.Array(Schema.String),
   /** The final batch whose rows this one runs again (`POST /v1/batches/{id}/rerun`). */
   rerun_of: Schema.optional(Schema.String),
+  /** Present when this is a response run as a batch of one row (src/domain/response/queuedResponse.ts). */
+  response: Schema.optional(QueuedResponse),
 })
 
 /**

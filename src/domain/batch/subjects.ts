@@ -2,8 +2,19 @@ import { createHash } from "node:crypto"
 import type { BatchEvent, BatchEventType } from "./events.js"
 import { onceOnlyTypes } from "./events.js"
 
-/** The only place batch subjects are built: `batch.<batch_id>.<event type>`. */
-export const batchSubject = (batchId: string, type: BatchEventType) => `batch.${batchId}.${type}`
+/** A response's id: it runs as a one-row batch (src/domain/response) whose events are on its own subjects. */
+export const RESPONSE_ID_PREFIX = "resp_"
+export const isResponseId = (id: string) => id.startsWith(RESPONSE_ID_PREFIX)
+/**
+ * The aggregate a batch-shaped id's events belong to: `batch`, or `response` for a response. Subject
+ * consumers take one kind with one filter (`batch.>`, `response.>`); everything else is the same.
+ */
+export const rootOf = (id: string) => (isResponseId(id) ? "response" : "batch")
+/** Every root a batch-shaped aggregate's subjects start with. */
+export const batchShapedRoots = ["batch", "response"] as const
+
+/** The only place batch subjects are built: `batch.<batch_id>.<event type>` (`response.<id>.…` for a response). */
+export const batchSubject = (batchId: string, type: BatchEventType) => `${rootOf(batchId)}.${batchId}.${type}`
 // Asked for twice a window (its subject and its id), and the hash showed in B13's profiles; models are few.
 const laneTokens = new Map<string, string>()
 /**
@@ -19,7 +30,7 @@ export const laneToken = (model: string) => {
   return token
 }
 /** Where a model's row events of a batch go, in windows written by the model's lease owner. */
-export const laneSubject = (batchId: string, model: string) => `batch.${batchId}.lane.${laneToken(model)}`
+export const laneSubject = (batchId: string, model: string) => `${rootOf(batchId)}.${batchId}.lane.${laneToken(model)}`
 export const isLaneSubject = (subject: string) => subject.split(".", 4)[2] === "lane"
 /**
  * A lane window's message id: its place on the lane (the seq it is appended on), the lane, the lease it
@@ -30,13 +41,13 @@ export const isLaneSubject = (subject: string) => subject.split(".", 4)[2] === "
  */
 export const laneMsgId = (batchId: string, model: string, lease: number, n: number, window: number) =>
   `lane:${n}:${batchId}:${laneToken(model)}:${lease}:${window}`
-export const oneBatch = (batchId: string) => `batch.${batchId}.>`
+export const oneBatch = (batchId: string) => `${rootOf(batchId)}.${batchId}.>`
 export const everyBatchEvent = "batch.>"
 export const oneTypeAcrossBatches = (type: BatchEventType) => `batch.*.${type}`
 /** A `row_bodies` subject: readers that have no use for request bodies skip these unread. */
 export const isRowBodiesSubject = (subject: string) => subject.endsWith(".row_bodies")
-/** What those readers ask the log for (its ReadOptions): every `row_bodies` subject left without data. */
-export const withoutRowBodies = { withoutDataOn: oneTypeAcrossBatches("row_bodies") } as const
+/** What those readers ask the log for (its ReadOptions): every `row_bodies` subject, batches' and responses', left without data. */
+export const withoutRowBodies = { withoutDataOn: "*.*.row_bodies" } as const
 /** What the projections and the writer read: no request bodies and no headers, only the events. */
 export const eventsOnly = { ...withoutRowBodies, withoutHeaders: true } as const
 
