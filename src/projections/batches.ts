@@ -1,8 +1,10 @@
 import type Database from "better-sqlite3"
+import type { Types } from "effect"
 import { type BatchStatus, FinalBatchStatuses, OpenBatchStatuses } from "../domain/api/BatchStatus.js"
 import type { BatchEvent, RowEvent } from "../domain/batch/events.js"
 import type { ClosedAs, RowEffect } from "../domain/batch/rowEffect.js"
 import type { FinalStatus } from "../domain/batch/state.js"
+import { addTokens, completionTokens, type TokenTotals } from "../domain/batch/tokenTotals.js"
 import { statusIn } from "./statusSql.js"
 
 const secs = (ms: number) => Math.floor(ms / 1000)
@@ -11,7 +13,7 @@ const notFinal = `NOT ${statusIn(FinalBatchStatuses)}`
 const idle = `(total - running - completed - failed - cancelled)`
 
 /** A batch as its row events see it: its counters, held in memory and added in log order, and how it stands. */
-export interface RowTarget {
+export interface RowTarget extends Types.Mutable<TokenTotals> {
   status: BatchStatus
   readonly closing: ClosedAs | null
   readonly final_written: FinalStatus | null
@@ -52,10 +54,14 @@ export const batchesProjection = (
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
-      `SELECT status, closing, final_written, total, running, completed, failed, cancelled, cost_usd FROM batches WHERE id = ?`,
+      `SELECT status, closing, final_written, total, running, completed, failed, cancelled, cost_usd,
+         input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens
+       FROM batches WHERE id = ?`,
     ),
     setCounters: db.prepare(
-      `UPDATE batches SET running = ?, completed = ?, failed = ?, cancelled = ?, cost_usd = ? WHERE id = ?`,
+      `UPDATE batches SET running = ?, completed = ?, failed = ?, cancelled = ?, cost_usd = ?,
+         input_tokens = ?, cached_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens = ?
+       WHERE id = ?`,
     ),
     close: db.prepare(
       `UPDATE batches SET closing = @as, closing_error = @error,
@@ -107,7 +113,11 @@ export const batchesProjection = (
   const flush = () => {
     for (const [id, c] of held) {
       if (c === undefined) continue
-      s.setCounters.run(c.running, c.completed, c.failed, c.cancelled, c.cost_usd, id)
+      s.setCounters.run(
+        c.running, c.completed, c.failed, c.cancelled, c.cost_usd,
+        c.input_tokens, c.cached_tokens, c.output_tokens, c.reasoning_tokens, c.total_tokens,
+        id,
+      )
       const finishedAt = c.finishedAt
       if (finishedAt !== undefined) moves(id, () => s.finish.run({ id, at: secs(finishedAt) }))
     }
@@ -124,7 +134,10 @@ export const batchesProjection = (
     if (effect === "completed") c.completed += 1
     else if (effect === "failed") c.failed += 1
     else c.cancelled += 1
-    if (event.type === "row_completed") c.cost_usd += event.cost_usd
+    if (event.type === "row_completed") {
+      c.cost_usd += event.cost_usd
+      Object.assign(c, addTokens(c, completionTokens(event.response.body)))
+    }
     const idleLeft = c.total - c.running - c.completed - c.failed - c.cancelled
     if (c.final_written !== null && c.final_written === (c.closing ?? "completed") && c.running === 0 && idleLeft === 0) {
       c.status = c.final_written

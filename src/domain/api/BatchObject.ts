@@ -23,6 +23,22 @@ export const BatchMetadata = Schema.Record({ key: Schema.String, value: Schema.S
   identifier: "BatchMetadata",
 })
 
+const Tokens = Schema.NonNegativeInt
+
+export const BatchUsage = Schema.Struct({
+  input_tokens: Tokens,
+  input_tokens_details: Schema.Struct({ cached_tokens: Tokens }),
+  output_tokens: Tokens,
+  output_tokens_details: Schema.Struct({ reasoning_tokens: Tokens }),
+  total_tokens: Tokens,
+}).annotations({
+  identifier: "BatchUsage",
+  description:
+    "The tokens of the batch's completed rows, summed from each row's `usage` (prompt as input, completion as output; a detail is 0 where the upstream gave none); zeros until a row completes, and unchanging once the batch is final. OpenAI's batch `usage`; an addition to the contract",
+})
+
+export interface BatchUsage extends Schema.Schema.Type<typeof BatchUsage> {}
+
 // Field order is the seed's sample order: encoding preserves it, so responses read like OpenAI's.
 export const BatchObject = Schema.Struct({
   id: Schema.String,
@@ -58,6 +74,7 @@ export const BatchObject = Schema.Struct({
     description:
       "While the batch is not final: when its last row should finish, from each model's measured rate and the turns; null with no rate measured yet, and once final. An addition to the contract",
   }),
+  usage: BatchUsage,
 }).annotations({ identifier: "BatchObject" })
 
 export interface BatchObject extends Schema.Schema.Type<typeof BatchObject> {}
