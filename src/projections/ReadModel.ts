@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS usage (
 // 4: a batch is final only once no row runs (`closing`, `final_written`), and deleted batches leave `tombstones`.
 // 5: batches count their completed rows' tokens (`input_tokens` …), which rows completed earlier in the log fill.
 const SCHEMA_VERSION = 5
-const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage"]
+const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
 const migrate = (db: Database.Database) => {
