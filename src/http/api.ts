@@ -15,6 +15,8 @@ import {
   UpdateAccountPayload,
 } from "../domain/api/index.js"
 import { BatchEstimate } from "../domain/api/BatchEstimate.js"
+import { ResponseObject } from "../domain/api/ResponseObject.js"
+import { ServiceTiers } from "../domain/response/validateRequest.js"
 import { WebhookEventName } from "../domain/webhook/events.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
@@ -331,6 +333,52 @@ export const ChatGroup = HttpApiGroup.make("chat")
       .annotateContext(documentedBody(ChatCompletionRequest)),
   )
 
+const ResponseCreateRequest = Schema.Struct(
+  {
+    model: Schema.String,
+    input: Schema.Union(Schema.String, Schema.Array(Schema.Unknown)).annotations({
+      description: "The text of one user message, or a list of message, function_call and function_call_output items",
+    }),
+    instructions: Schema.optional(Schema.NullOr(Schema.String)).annotations({ description: "A system message before the input" }),
+    max_output_tokens: Schema.optional(Schema.NullOr(Schema.Int)),
+    temperature: Schema.optional(Schema.NullOr(Schema.Number)),
+    top_p: Schema.optional(Schema.NullOr(Schema.Number)),
+    tools: Schema.optional(Schema.Array(Schema.Unknown)).annotations({ description: "Function tools only" }),
+    tool_choice: Schema.optional(Schema.Unknown),
+    metadata: Schema.optional(Schema.NullOr(BatchMetadata)).annotations({ description: "Answered back in the Response object" }),
+    background: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({
+      description: "true is refused with 400 for now: background responses are not available on this server yet",
+    }),
+    stream: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({ description: "true is refused with 400: a response is answered whole" }),
+    service_tier: Schema.optional(Schema.NullOr(Schema.Literal(...ServiceTiers))).annotations({
+      description: "Every tier is served as the default one, and answered as `default`",
+    }),
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+).annotations({ identifier: "ResponseCreateRequest" })
+
+/** OpenAI's Responses API over the same interactive path as chat completions. */
+export const ResponsesGroup = HttpApiGroup.make("responses").add(
+  HttpApiEndpoint.post("create", "/v1/responses")
+    .addSuccess(ResponseObject)
+    .addError(BadRequest)
+    .addError(Unauthorized)
+    .addError(NotFound)
+    .addError(PayloadTooLarge)
+    .addError(TooManyRequests)
+    .addError(Unavailable)
+    .annotateContext(documentedBody(ResponseCreateRequest))
+    .annotateContext(
+      OpenApi.annotations({
+        description:
+          "Converted to a chat completion and checked exactly as a Responses-shaped batch row is, then passed to the model's " +
+          "upstream in one of the account's slots, as `POST /v1/chat/completions` is; answers when the upstream has. The " +
+          "Response is `completed`, `incomplete` (stopped on its token limit or a content filter) or `failed` (the upstream " +
+          "answered an error or nothing), always with status 200.",
+      }),
+    ),
+)
+
 const ModelObject = Schema.Struct({
   id: Schema.String,
   object: Schema.Literal("model"),
@@ -417,6 +465,7 @@ export const OperationsGroup = HttpApiGroup.make("operations")
 const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string>>>> = {
   batches: [{ apiKey: [] }],
   chat: [{ apiKey: [] }],
+  responses: [{ apiKey: [] }],
   models: [{ apiKey: [] }],
   admin: [{ adminToken: [] }],
   adminModels: [{ adminToken: [] }],
@@ -455,5 +504,6 @@ export const SluiceApi = HttpApi.make("sluice")
   .add(AdminModelsGroup)
   .add(WebhooksGroup)
   .add(ChatGroup)
+  .add(ResponsesGroup)
   .add(OperationsGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

@@ -96,7 +96,8 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
         })
       })
 
-    const proxy = (caller: Caller, chat: ValidChat, model: ModelEntry) =>
+    /** One of the account's slots and the model's interactive load, both given back by the `end` it answers, once. */
+    const takeSlot = (caller: Caller, model: ModelEntry) =>
       Effect.gen(function* () {
         yield* accounting.awaitRoom(caller.account.id)
         if (!accounting.tryAcquire(caller.account.id)) return yield* Effect.fail(noFreeSlot())
@@ -110,6 +111,12 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
         }
         // The slot and the model's load end with the answer; at the latest when the client's connection closes.
         NodeHttpServerRequest.toServerResponse(yield* HttpServerRequest.HttpServerRequest).once("close", end)
+        return end
+      })
+
+    const proxy = (caller: Caller, chat: ValidChat, model: ModelEntry) =>
+      Effect.gen(function* () {
+        const end = yield* takeSlot(caller, model)
         return yield* Effect.gen(function* () {
           const answer = yield* openUpstream(model, upstreamChatBody(chat, model.upstreamModel))
           load.observe(model, answer.status)
@@ -137,6 +144,22 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
         return yield* proxy(caller, valid.right, catalog.get(valid.right.model)!)
       })
 
-    return { complete } as const
+    /**
+     * The whole answer to a chat body that does not stream, taken as `complete` takes one (the account's
+     * slot, the model's interactive load, the cost of a 2xx toward the quota): for `POST /v1/responses`.
+     */
+    const answer = (caller: Caller, model: ModelEntry, payload: string) =>
+      Effect.gen(function* () {
+        const end = yield* takeSlot(caller, model)
+        return yield* Effect.gen(function* () {
+          const answered = yield* openUpstream(model, payload)
+          load.observe(model, answered.status)
+          const bytes = yield* readAll(answered.body)
+          if (answered.status >= 200 && answered.status < 300) yield* record(caller, model, usageOf(bytes))
+          return { status: answered.status, bytes }
+        }).pipe(Effect.ensuring(Effect.sync(end)))
+      })
+
+    return { complete, answer, reachable } as const
   }),
 }) {}

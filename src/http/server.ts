@@ -13,6 +13,8 @@ import { BatchesLive } from "./batchesHandlers.js"
 import { BatchQueries } from "./batchQueries.js"
 import { ChatCompletions } from "./chatCompletions.js"
 import { ChatLive } from "./chatHandlers.js"
+import { Responses } from "./responses.js"
+import { ResponsesLive } from "./responsesHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
@@ -67,6 +69,9 @@ const BatchServices = Layer.mergeAll(BatchCommands.Default, BatchQueries.Default
   Layer.provide(BatchAccess.Default),
 )
 
+/** The interactive path chat completions and responses share: the account's slots, the models' load, the quota. */
+const Interactive = ChatCompletions.Default.pipe(Layer.provide(InteractiveAccounting.fromAdmission))
+
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive.pipe(Layer.provide(BatchServices))),
   Layer.provide(AdminLive.pipe(Layer.provide(AdminAccounts.Default))),
@@ -74,7 +79,8 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(WebhooksLive.pipe(Layer.provide(WebhookEndpoints.Default))),
   Layer.provide(ModelsLive.pipe(Layer.provide(ModelList.Default))),
   Layer.provide(OperationsLive.pipe(Layer.provide(Probes.Default))),
-  Layer.provide(ChatLive.pipe(Layer.provide(ChatCompletions.Default), Layer.provide(InteractiveAccounting.fromAdmission))),
+  Layer.provide(ChatLive.pipe(Layer.provide(Interactive))),
+  Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive))),
 )
 
 /** How long requests still open at shutdown may take before their connections are closed. */

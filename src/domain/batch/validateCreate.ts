@@ -109,7 +109,8 @@ const validateRow = (
   return { custom_id: customId, model, body }
 }
 
-const validateMetadata = (
+/** A batch's `metadata` (and a response's): string values, within the limits on pairs, keys and values. */
+export const validateMetadata = (
   metadata: unknown,
   l: CreateLimits,
 ): Either.Either<Record<string, string> | null, CreateRejected> => {

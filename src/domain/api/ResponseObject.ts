@@ -1,0 +1,96 @@
+import { Schema } from "effect"
+
+/*
+ * The Response object of OpenAI's Responses API, in the subset both sference's SDK (pydantic, exact
+ * literal sets) and OpenAI's clients accept: only these output item types, only output_text parts,
+ * token counts never null.
+ */
+
+export const ResponseStatus = Schema.Literal("in_progress", "completed", "failed", "cancelled", "incomplete").annotations({
+  identifier: "ResponseStatus",
+})
+export type ResponseStatus = typeof ResponseStatus.Type
+
+export const ItemStatus = Schema.Literal("in_progress", "completed", "incomplete")
+
+export const OutputText = Schema.Struct({
+  type: Schema.Literal("output_text"),
+  text: Schema.String,
+  annotations: Schema.Array(Schema.Unknown),
+})
+
+export const MessageItem = Schema.Struct({
+  type: Schema.Literal("message"),
+  id: Schema.String.annotations({ description: "msg_…" }),
+  status: ItemStatus,
+  role: Schema.Literal("assistant"),
+  content: Schema.Array(OutputText),
+}).annotations({ identifier: "ResponseOutputMessage" })
+
+export const ReasoningItem = Schema.Struct({
+  type: Schema.Literal("reasoning"),
+  id: Schema.String.annotations({ description: "rs_…" }),
+  summary: Schema.Array(Schema.Struct({ type: Schema.Literal("summary_text"), text: Schema.String })),
+}).annotations({
+  identifier: "ResponseReasoningItem",
+  description: "The model's reasoning, when its server gives it (`reasoning_content` or `reasoning` on the chat message)",
+})
+
+export const FunctionCallItem = Schema.Struct({
+  type: Schema.Literal("function_call"),
+  id: Schema.String.annotations({ description: "fc_…" }),
+  call_id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String.annotations({ description: "The arguments as the model wrote them: a JSON text" }),
+  status: ItemStatus,
+}).annotations({ identifier: "ResponseFunctionToolCall" })
+
+export const OutputItem = Schema.Union(ReasoningItem, MessageItem, FunctionCallItem)
+export type OutputItem = typeof OutputItem.Type
+
+const Tokens = Schema.NonNegativeInt
+
+export const ResponseUsage = Schema.Struct({
+  input_tokens: Tokens,
+  input_tokens_details: Schema.Struct({ cached_tokens: Tokens }),
+  output_tokens: Tokens,
+  output_tokens_details: Schema.Struct({ reasoning_tokens: Tokens }),
+  total_tokens: Tokens,
+}).annotations({
+  identifier: "ResponseUsage",
+  description: "The upstream's usage: prompt tokens as input, completion tokens as output, total their sum; a detail is 0 where the upstream gave none",
+})
+export interface ResponseUsage extends Schema.Schema.Type<typeof ResponseUsage> {}
+
+export const ResponseError = Schema.Struct({
+  code: Schema.Literal("server_error", "rate_limit_exceeded", "invalid_prompt"),
+  message: Schema.String,
+}).annotations({ identifier: "ResponseError" })
+export interface ResponseError extends Schema.Schema.Type<typeof ResponseError> {}
+
+export const IncompleteReason = Schema.Literal("max_output_tokens", "content_filter")
+
+export const ResponseObject = Schema.Struct({
+  id: Schema.String.annotations({ description: "resp_…" }),
+  object: Schema.Literal("response"),
+  created_at: Schema.Int.annotations({ description: "Unix seconds: when the request arrived" }),
+  completed_at: Schema.NullOr(Schema.Int).annotations({ description: "Unix seconds: when it completed; null unless completed" }),
+  status: ResponseStatus,
+  background: Schema.Boolean,
+  error: Schema.NullOr(ResponseError),
+  incomplete_details: Schema.NullOr(Schema.Struct({ reason: IncompleteReason })),
+  instructions: Schema.NullOr(Schema.String),
+  max_output_tokens: Schema.NullOr(Schema.Int),
+  model: Schema.String,
+  output: Schema.Array(OutputItem),
+  parallel_tool_calls: Schema.Boolean,
+  temperature: Schema.NullOr(Schema.Number),
+  text: Schema.Unknown,
+  tool_choice: Schema.Unknown,
+  tools: Schema.Array(Schema.Unknown),
+  top_p: Schema.NullOr(Schema.Number),
+  service_tier: Schema.Literal("default", "flex").annotations({ description: "The tier that served it" }),
+  usage: Schema.optional(ResponseUsage).annotations({ description: "Absent when no answer came back (failed)" }),
+  metadata: Schema.Record({ key: Schema.String, value: Schema.String }),
+}).annotations({ identifier: "Response" })
+export interface ResponseObject extends Schema.Schema.Type<typeof ResponseObject> {}
