@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import { createHash } from "node:crypto"
 import { readFile } from "node:fs/promises"
 import { type BatchFileRow, parseBatchFile, parseBatchRecords } from "../domain/jsonl/batchFileLines.js"
 import { BatchInputError } from "./errors.js"
@@ -18,18 +19,26 @@ export interface BatchInput {
   readonly metadata?: Record<string, string>
 }
 
-/** The rows of `inputFile` or `requests`, checked by the JSONL rules; throws BatchInputError naming the line at fault. */
-export const readBatchRows = async (input: BatchInput): Promise<ReadonlyArray<BatchFileRow>> => {
+export interface BatchSource {
+  readonly rows: ReadonlyArray<BatchFileRow>
+  /** Hex SHA-256 of the file's bytes, or of the requests as JSON: what the rows were read from. */
+  readonly sha256: string
+}
+
+/** The rows of `inputFile` or `requests`, checked by the JSONL rules, and the digest of what they were read from (read once). */
+export const readBatchSource = async (input: BatchInput): Promise<BatchSource> => {
   if ((input.inputFile === undefined) === (input.requests === undefined)) {
     throw new BatchInputError("Give exactly one of inputFile and requests")
   }
   const options = input.model === undefined ? {} : { model: input.model }
   const source = input.inputFile === undefined ? "requests" : input.inputFile
+  const bytes = input.inputFile === undefined ? Buffer.from(JSON.stringify(input.requests ?? []), "utf8") : await readFile(input.inputFile)
   const parsed =
-    input.inputFile === undefined
-      ? parseBatchRecords(input.requests ?? [], options)
-      : parseBatchFile(await readFile(input.inputFile, "utf8"), options)
+    input.inputFile === undefined ? parseBatchRecords(input.requests ?? [], options) : parseBatchFile(bytes.toString("utf8"), options)
   if (Either.isLeft(parsed)) throw new BatchInputError(`${source}: ${parsed.left.message}`, parsed.left.line)
   if (parsed.right.length === 0) throw new BatchInputError(`${source}: no rows to submit`)
-  return parsed.right
+  return { rows: parsed.right, sha256: createHash("sha256").update(bytes).digest("hex") }
 }
+
+/** The rows of `inputFile` or `requests`, checked by the JSONL rules; throws BatchInputError naming the line at fault. */
+export const readBatchRows = async (input: BatchInput): Promise<ReadonlyArray<BatchFileRow>> => (await readBatchSource(input)).rows
