@@ -1,33 +1,17 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { type Batch, type RerunOptions, resultLineFromEvent, WaitTimeoutError } from "../sdk/index.js"
+import { type RerunOptions, WaitTimeoutError } from "../sdk/index.js"
+import { finalExit, progressReporter, summary } from "./batchProgress.js"
+import { stream } from "./batchStream.js"
 import { apiClient, READ_RETRIES } from "./clients.js"
 import { group, leaf } from "./commandTree.js"
 import { CliFailure, ExitCode, fail, sdk } from "./failure.js"
 import { metadataOption } from "./metadataOption.js"
-import { note, out, outDrained } from "./output.js"
-import { type ProgressView, progressBar, progressLogLine, type Sample } from "./progress.js"
+import { note, out } from "./output.js"
 
 const batchId = Options.text("batch-id").pipe(Options.withDescription("The batch's id, batch_…"))
 const json = Options.boolean("json").pipe(Options.withDescription("Print the API's JSON instead of a summary"))
-
-const finalExit: Record<string, number> = {
-  completed: ExitCode.ok,
-  failed: ExitCode.failed,
-  expired: ExitCode.expired,
-  cancelled: ExitCode.cancelled,
-}
-
-const view = (b: Batch): ProgressView => ({
-  id: b.id,
-  status: b.status,
-  total: b.request_counts.total,
-  completed: b.request_counts.completed,
-  failed: b.request_counts.failed,
-  estimatedCompletionAt: b.estimated_completion_at ?? null,
-  rowsAhead: b.rows_ahead ?? null,
-})
 
 const rows = (n: number) => `${n} ${n === 1 ? "row" : "rows"}`
 
@@ -39,9 +23,6 @@ const timedOut = (error: WaitTimeoutError, seconds: number) => {
     "Run wait again, or give a longer --timeout."
   )
 }
-
-const summary = (b: Batch) =>
-  `${b.id} ${b.status}: ${b.request_counts.completed + b.request_counts.failed}/${b.request_counts.total} done, ${b.request_counts.failed} failed`
 
 const submit = leaf(
   "Submit a JSONL file as one batch, or several when it exceeds the per-batch limits; prints each batch id",
@@ -110,29 +91,14 @@ const wait = leaf(
   ({ batchId, timeout, pollInterval }) =>
     Effect.gen(function* () {
       const client = yield* apiClient()
-      const tty = process.stderr.isTTY === true
-      let first: Sample | undefined
-      let lastLine = ""
-      const onProgress = (b: Batch) => {
-        const latest = { atMs: Date.now(), done: b.request_counts.completed + b.request_counts.failed }
-        first ??= latest
-        if (tty) {
-          process.stderr.write(`\r\x1b[2K${progressBar(view(b), first, latest)}`)
-          return
-        }
-        const line = progressLogLine(view(b), first, latest)
-        // The rate and ETA change on every poll; a log line is worth printing when the counts or status do.
-        const key = `${b.status} ${latest.done}`
-        if (key !== lastLine) process.stderr.write(`${line}\n`)
-        lastLine = key
-      }
+      const { onProgress, end } = progressReporter()
       const done = yield* Effect.tryPromise({
         try: () => client.waitForCompletion(batchId, { timeout: timeout * 1000, pollInterval: pollInterval * 1000, onProgress }),
         catch: (error) =>
           error instanceof WaitTimeoutError
             ? new CliFailure({ message: timedOut(error, timeout), exitCode: ExitCode.timedOut })
             : new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: ExitCode.error }),
-      }).pipe(Effect.ensuring(Effect.sync(() => tty && process.stderr.write("\n"))))
+      }).pipe(Effect.ensuring(end))
       yield* out(summary(done))
       const code = finalExit[done.status] ?? ExitCode.error
       if (code !== ExitCode.ok) return yield* fail(`batch ${done.id} ended ${done.status}`, code)
@@ -152,35 +118,6 @@ const downloadResults = leaf(
         const where = file === "-" ? "standard output" : file
         yield* note(`Wrote ${written.lines} ${written.lines === 1 ? "result" : "results"} (${written.bytes} bytes) to ${where}`)
       }),
-  ),
-)
-
-const stream = leaf(
-  "Print each result line as its row finishes, until the batch is done",
-  Command.make("stream", { batchId }, ({ batchId }) =>
-  Effect.gen(function* () {
-    const client = yield* apiClient()
-    const printed = new Set<string>()
-    const events = client.streamEvents(batchId)
-    for (;;) {
-      const next = yield* sdk(() => events.next())
-      if (next.done === true) break
-      const line = resultLineFromEvent(next.value)
-      if (line === undefined || printed.has(line.id)) continue
-      printed.add(line.id)
-      yield* outDrained(JSON.stringify(line))
-    }
-    // Rows settled together by a cancel, failure or expiry have no event of their own: their lines come from the results.
-    const results = client.results(batchId)
-    for (;;) {
-      const next = yield* sdk(() => results.next())
-      if (next.done === true) break
-      const line = next.value
-      if (printed.has(line.id) || line.status === "queued" || line.status === "running") continue
-      printed.add(line.id)
-      yield* outDrained(JSON.stringify(line))
-    }
-  }),
   ),
 )
 
