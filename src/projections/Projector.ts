@@ -19,6 +19,9 @@ import { makeThroughput, type Throughput } from "./throughput.js"
 import { WebhookEvent } from "../domain/webhook/events.js"
 import { webhooksProjection } from "./webhooks.js"
 import { responsesProjection } from "./responses.js"
+import { completionsProjection } from "./completions.js"
+import { makeCompletionSignals } from "./completionSignals.js"
+import type { FeedPosition } from "../domain/completion/feedPosition.js"
 import { makeAppliedLinks } from "./appliedLinks.js"
 import { rebuildInPlace } from "./rebuild.js"
 import { batchReads } from "./batchReads.js"
@@ -72,6 +75,11 @@ export interface ProjectorShape {
    * sees its sequence: what a reader of accounts read at an older one may be stale.
    */
   readonly accountsVersion: () => number
+  /**
+   * The account's next completion events, once the window that adds them has committed: take the signal
+   * before reading the feed and await it after, and none falls between the two (completionSignals.ts).
+   */
+  readonly completionSignal: (accountId: string) => Effect.Effect<Effect.Effect<void>>
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
@@ -83,6 +91,7 @@ export const makeApplier = (
   statuses?: BatchStatusCounts,
   settled?: (batchId: string, row: number, at: number) => void,
   batchChanged?: (change: BatchChange) => void,
+  completed?: (accountId: string) => void,
 ) => {
   const batches = batchesProjection(db, statuses, batchChanged)
   const results = resultsProjection(db)
@@ -90,6 +99,7 @@ export const makeApplier = (
   const usage = usageProjection(db)
   const webhooks = webhooksProjection(db)
   const responses = responsesProjection(db)
+  const completions = completionsProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
@@ -97,12 +107,14 @@ export const makeApplier = (
   )
   // A row event does what the batch's standing at its place in the log lets it, and moves the batch's
   // counters only if it moved the row.
-  const applyRowEvent = (event: RowEvent) => {
+  const applyRowEvent = (event: RowEvent, kind: string, at: FeedPosition) => {
     const batch = batches.target(event.batch_id)
     const effect = batch === undefined ? undefined : rowEffect({ status: batch.status, closedAs: batch.closing ?? undefined }, event)
     if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
       batches.applyRow(event, batch, effect)
       if (effect !== "running" && effect !== "queued") settled?.(event.batch_id, event.row, event.at)
+      const feed = kind === "batch" ? completions.rowSettled(event, effect, at) : undefined
+      if (feed !== undefined) completed?.(feed)
       if (event.type === "row_completed") {
         const charged = usage.apply(event)
         if (charged !== undefined) changed?.usage(charged)
@@ -118,17 +130,18 @@ export const makeApplier = (
       const decoded = decodeBatchMessage(message.data)
       if (decoded === undefined) return false
       if (isLaneWindow(decoded)) {
-        for (const event of decoded.events) applyRowEvent(event)
+        for (const [idx, event] of decoded.events.entries()) applyRowEvent(event, kind, { seq: message.seq, idx })
         return true
       }
       // A lifecycle event settles the idle rows only if it closed the batch there.
-      if (isRowEvent(decoded)) applyRowEvent(decoded)
+      if (isRowEvent(decoded)) applyRowEvent(decoded, kind, { seq: message.seq, idx: 0 })
       else {
         usage.forget()
         if (decoded.type === "batch_purged") {
           const charged = usage.purged(decoded)
           if (charged !== undefined) changed?.usage(charged)
         }
+        completions.batchEvent(decoded)
         if (kind === "batch") webhooks.batchEvent(decoded)
         else responses(decoded, message.seq)
         results.apply(decoded, batches.apply(decoded, message.seq), message)
@@ -211,12 +224,15 @@ export const Live = Layer.scoped(
     yield* Effect.flatMap(Metrics, (metrics) => Effect.sync(() => metrics.watchBatches(statuses.snapshot)))
     const throughput = makeThroughput(db)
     let batchChangesNow: Array<BatchChange> = []
+    let completedNow = new Set<string>()
+    const completions = makeCompletionSignals()
     const apply = makeApplier(
       db,
       { settings: (id) => settings.add(id), usage: (id) => usage.add(id) },
       statuses,
       throughput.settled,
       (change) => batchChangesNow.push(change),
+      (accountId) => completedNow.add(accountId),
     )
     const batchChanges = yield* PubSub.unbounded<ReadonlyArray<BatchChange>>()
     let appliedDelayMs = 0
@@ -233,6 +249,7 @@ export const Live = Layer.scoped(
         settings = new Set()
         usage = new Set()
         batchChangesNow = []
+        completedNow = new Set()
         const before = applied.reached()
         const skipped = apply(messages)
         for (const m of messages) if (m.seq > before) links.saw(m)
@@ -241,6 +258,7 @@ export const Live = Layer.scoped(
         if (settings.size > 0) accountsVersion++
         if (settings.size > 0 || usage.size > 0) yield* PubSub.publish(accountChanges, { settings, usage })
         if (batchChangesNow.length > 0) yield* PubSub.publish(batchChanges, batchChangesNow)
+        completions.fire(completedNow)
         applied.advance(last.seq)
       }).pipe(Effect.uninterruptible)
     yield* log.read(">", resumeOffset(db), eventsOnly).pipe(Stream.runForEachChunk(applyChunk))
@@ -259,6 +277,7 @@ export const Live = Layer.scoped(
       yield* Effect.logWarning("the read model applied messages the event log no longer holds there: rebuilding it from the log", diverged.slice(0, 20))
       const rebuilt = yield* rebuildInPlace(db, log)
       links.forget()
+      completions.fireAll()
       statuses.recount()
       accountsVersion++
       applied.advance(rebuilt.appliedSeq)
@@ -297,6 +316,7 @@ export const Live = Layer.scoped(
       appliedDelayMs: () => appliedDelayMs,
       throughput,
       accountsVersion: () => accountsVersion,
+      completionSignal: completions.signal,
     }
   }),
 )

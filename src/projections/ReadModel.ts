@@ -2,6 +2,7 @@ import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 import { webhookTables } from "./webhooks.js"
 import { responseTables } from "./responses.js"
+import { completionTables } from "./completions.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
@@ -95,7 +96,7 @@ CREATE TABLE IF NOT EXISTS usage (
 // 4: a batch is final only once no row runs (`closing`, `final_written`), and deleted batches leave `tombstones`.
 // 5: batches count their completed rows' tokens (`input_tokens` …), which rows completed earlier in the log fill.
 const SCHEMA_VERSION = 5
-const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses"]
+const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses", "completion_events"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
 const migrate = (db: Database.Database) => {
@@ -135,6 +136,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.exec(schema)
           db.exec(webhookTables)
           db.exec(responseTables)
+          db.exec(completionTables)
           addColumns(db)
           return db
         }),

@@ -1,0 +1,71 @@
+import type Database from "better-sqlite3"
+import type { RowEvent } from "../domain/batch/events.js"
+import type { RowEffect } from "../domain/batch/rowEffect.js"
+import { completionOf } from "../domain/completion/completion.js"
+import type { FeedPosition } from "../domain/completion/feedPosition.js"
+
+// `stream_id` and `response_id` are null for batch rows; responses and stream items are another source of the same rows.
+export const completionTables = `
+CREATE TABLE IF NOT EXISTS completion_events (
+  seq INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  account_id TEXT NOT NULL,
+  stream_id TEXT,
+  batch_id TEXT NOT NULL,
+  row_index INTEGER NOT NULL,
+  response_id TEXT,
+  custom_id TEXT,
+  status TEXT NOT NULL,
+  error TEXT,
+  prompt_tokens INTEGER,
+  completion_tokens INTEGER,
+  total_tokens INTEGER,
+  completed_at INTEGER NOT NULL,
+  PRIMARY KEY (seq, idx)
+);
+CREATE INDEX IF NOT EXISTS completion_events_feed ON completion_events (account_id, stream_id, seq, idx);
+CREATE INDEX IF NOT EXISTS completion_events_by_batch ON completion_events (batch_id);
+`
+
+/**
+ * The completion-events feed: one row per settled attempt (completion.ts), keyed by its place in the
+ * log, so the feed's order and cursors are the log's on every instance and after any rebuild. A deleted
+ * batch's events leave with its results.
+ */
+export const completionsProjection = (db: Database.Database) => {
+  const s = {
+    // The account and custom_id are the batch's and the row's at this place in the log, read in the same transaction.
+    batchRow: db.prepare(
+      `INSERT OR IGNORE INTO completion_events
+         (seq, idx, account_id, stream_id, batch_id, row_index, response_id, custom_id, status, error, prompt_tokens, completion_tokens, total_tokens, completed_at)
+       SELECT @seq, @idx, b.account_id, NULL, b.id, r.idx, NULL, r.custom_id, @status, @error, @prompt, @completion, @total, @at
+       FROM batches b JOIN results r ON r.batch_id = b.id AND r.idx = @row
+       WHERE b.id = @batch_id
+       RETURNING account_id`,
+    ),
+    forget: db.prepare(`DELETE FROM completion_events WHERE batch_id = ?`),
+  }
+  /** A row event that changed its row by `effect`: its completion event, if it settled the row; answers whose feed it joined. */
+  const rowSettled = (event: RowEvent, effect: RowEffect, at: FeedPosition): string | undefined => {
+    const completion = completionOf(event, effect)
+    if (completion === undefined) return undefined
+    const inserted = s.batchRow.get({
+      seq: at.seq,
+      idx: at.idx,
+      batch_id: event.batch_id,
+      row: event.row,
+      status: completion.status,
+      error: completion.error === null ? null : JSON.stringify(completion.error),
+      prompt: completion.promptTokens,
+      completion: completion.completionTokens,
+      total: completion.totalTokens,
+      at: completion.at,
+    }) as { account_id: string } | undefined
+    return inserted?.account_id
+  }
+  /** A batch lifecycle event: a deleted or purged batch's events leave the feed. */
+  const batchEvent = (event: { readonly type: string; readonly batch_id: string }) => {
+    if (event.type === "batch_deleted" || event.type === "batch_purged") s.forget.run(event.batch_id)
+  }
+  return { rowSettled, batchEvent }
+}
