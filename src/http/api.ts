@@ -20,6 +20,7 @@ import { ServiceTiers } from "../domain/response/validateRequest.js"
 import { WebhookEventName } from "../domain/webhook/events.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
+import { ResponseEventsGroup } from "./responseEventsApi.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
@@ -466,6 +467,7 @@ const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string
   batches: [{ apiKey: [] }],
   chat: [{ apiKey: [] }],
   responses: [{ apiKey: [] }],
+  responseEvents: [{ apiKey: [] }],
   models: [{ apiKey: [] }],
   admin: [{ adminToken: [] }],
   adminModels: [{ adminToken: [] }],
@@ -505,5 +507,6 @@ export const SluiceApi = HttpApi.make("sluice")
   .add(WebhooksGroup)
   .add(ChatGroup)
   .add(ResponsesGroup)
+  .add(ResponseEventsGroup)
   .add(OperationsGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

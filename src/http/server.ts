@@ -15,6 +15,8 @@ import { ChatCompletions } from "./chatCompletions.js"
 import { ChatLive } from "./chatHandlers.js"
 import { Responses } from "./responses.js"
 import { ResponsesLive } from "./responsesHandlers.js"
+import { ResponseEvents } from "./responseEvents.js"
+import { ResponseEventsLive } from "./responseEventsHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
@@ -81,6 +83,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(OperationsLive.pipe(Layer.provide(Probes.Default))),
   Layer.provide(ChatLive.pipe(Layer.provide(Interactive))),
   Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive))),
+  Layer.provide(ResponseEventsLive.pipe(Layer.provide(ResponseEvents.Default))),
 )
 
 /** How long requests still open at shutdown may take before their connections are closed. */
