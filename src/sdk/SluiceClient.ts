@@ -12,7 +12,8 @@ import {
 import type { BatchFileRow } from "../domain/jsonl/batchFileLines.js"
 import { type SplitLimits, splitBatches } from "../domain/jsonl/splitBatches.js"
 import { defaultRetryPolicy, type OnRetry, type RetryPolicy } from "./backoff.js"
-import { type BatchInput, readBatchRows } from "./batchInput.js"
+import { inputKey } from "../domain/idempotency/inputKey.js"
+import { type BatchInput, readBatchRows, readBatchSource } from "./batchInput.js"
 import { createBody, envelopeBytes, serverBatchLimits } from "./batchLimits.js"
 import type { BatchStreamEvent } from "./batchStreamEvent.js"
 import { BatchInputError, PartialSubmitError, WaitTimeoutError } from "./errors.js"
@@ -60,6 +61,19 @@ export interface WaitOptions {
   readonly timeout?: number
   readonly onProgress?: (batch: Batch) => void
   readonly signal?: AbortSignal
+}
+
+export interface SubmitOnceOptions {
+  /** Called with each batch as it is answered; `resumed` when an earlier call with the same input had created it. */
+  readonly onSubmitted?: (batch: Batch, resumed: boolean) => void
+  readonly signal?: AbortSignal
+}
+
+export interface RunOptions extends SubmitOnceOptions {
+  /** ms between polls while a batch runs; default 5000. */
+  readonly pollInterval?: number
+  /** Called with each poll's batch, the final one included: how a caller learns how each batch ended. */
+  readonly onProgress?: (batch: Batch) => void
 }
 
 const batchPath = (id: string) => `/batches/${encodeURIComponent(id)}`
@@ -122,6 +136,50 @@ export class SluiceClient {
       }
     }
     return created
+  }
+
+  /**
+   * Submits the rows as `submitBatches` does, each batch's Idempotency-Key derived from the input: the
+   * SHA-256 of the file's bytes (or of the requests as JSON), `model`, `metadata` and the batch's place
+   * in the split. The same input submitted again while the server keeps the keys (24 hours) answers the
+   * batches the first call created, as they are now, and creates nothing; a different input or option
+   * makes new batches. A failure part-way throws the call's error: calling again finds the batches made.
+   */
+  async submitBatchesOnce(input: BatchInput, options: SubmitOnceOptions = {}): Promise<ReadonlyArray<Batch>> {
+    const { rows, sha256 } = await readBatchSource(input)
+    const parts = this.split(rows, input.metadata)
+    const batches: Array<Batch> = []
+    for (const [part, partRows] of parts.entries()) {
+      const key = inputKey({ inputSha256: sha256, model: input.model, metadata: input.metadata, part, parts: parts.length })
+      const response = await this.transport.send("POST", "/batches", {
+        body: createBody(partRows, input.metadata),
+        headers: { "idempotency-key": key },
+        mode: "keyed",
+        signal: options.signal,
+      })
+      const batch = (await response.json()) as Batch
+      options.onSubmitted?.(batch, response.headers.get("idempotent-replayed") === "true")
+      batches.push(batch)
+    }
+    return batches
+  }
+
+  /**
+   * `submitBatchesOnce`, then each batch's result lines in order once it is final (`waitForCompletion`
+   * with no timeout): a run stopped part-way and started again with the same input follows the same
+   * batches, and no row runs twice.
+   */
+  async *runBatches(input: BatchInput, options: RunOptions = {}): AsyncIterableIterator<ResultLine> {
+    const batches = await this.submitBatchesOnce(input, options)
+    for (const batch of batches) {
+      await this.waitForCompletion(batch.id, {
+        timeout: Number.POSITIVE_INFINITY,
+        ...(options.pollInterval === undefined ? {} : { pollInterval: options.pollInterval }),
+        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      })
+      yield* this.results(batch.id)
+    }
   }
 
   /**
@@ -228,8 +286,11 @@ export class SluiceClient {
   }
 
   private async parts(input: BatchInput): Promise<ReadonlyArray<ReadonlyArray<BatchFileRow>>> {
-    const rows = await readBatchRows(input)
-    const split = splitBatches(rows, { ...this.limits, envelopeBytes: envelopeBytes(input.metadata) })
+    return this.split(await readBatchRows(input), input.metadata)
+  }
+
+  private split(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined) {
+    const split = splitBatches(rows, { ...this.limits, envelopeBytes: envelopeBytes(metadata) })
     if (Either.isLeft(split)) throw new BatchInputError(split.left.message)
     return split.right
   }

@@ -8,6 +8,7 @@ export type {
   BatchList,
   BatchObject,
   BatchStatus,
+  BatchUsage,
   OpenAIErrorBody,
   RequestCounts,
   ResultLine,
@@ -41,7 +42,16 @@ export {
   WaitTimeoutError,
 } from "./errors.js"
 export * from "./SluiceAdmin.js"
-export { type Batch, type BatchEstimate, type RerunOptions, type SluiceClientOptions, SluiceClient, type WaitOptions } from "./SluiceClient.js"
+export {
+  type Batch,
+  type BatchEstimate,
+  type RerunOptions,
+  type RunOptions,
+  type SluiceClientOptions,
+  SluiceClient,
+  type SubmitOnceOptions,
+  type WaitOptions,
+} from "./SluiceClient.js"
 
 /** Cuts rows, in order, into as few batches as fit the limits: by default the server's own. */
 export const splitBatches = <Row extends BatchFileRow>(
