@@ -39,10 +39,36 @@ describe("a read model in an older layout", () => {
       expect(tables(db)).toContain("row_chunks")
       expect(db.prepare(`SELECT count(*) FROM results`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(4)
+      expect(db.pragma("user_version", { simple: true })).toBe(5)
       db.prepare(`INSERT INTO offsets VALUES ('batches', 7, 8)`).run()
     })
     // Opened again in the current layout: kept as it is.
     opened(path, (db) => expect(resumeOffset(db)).toBe(8))
+  })
+
+  it("a version 4 read model, whose batches count no tokens, is emptied too, so that its completed rows' tokens are counted from the log", () => {
+    const path = join(dir, "v4.sqlite")
+    opened(path, (db) => {
+      db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41), ('accounts', 40, 41)`).run()
+      db.prepare(
+        `INSERT INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, completed, models)
+         VALUES ('batch_1', 'acct', 'key', 3, 'completed', '24h', 1, 1000, 86401, 1, 1, '[]')`,
+      ).run()
+    })
+    // Version 4's layout: the same tables, without the batches' token columns.
+    const old = new Database(path)
+    for (const column of ["input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "total_tokens"]) {
+      old.exec(`ALTER TABLE batches DROP COLUMN ${column}`)
+    }
+    old.pragma("user_version = 4")
+    old.close()
+
+    opened(path, (db) => {
+      expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
+      expect(resumeOffset(db)).toBe(1)
+      expect(db.pragma("user_version", { simple: true })).toBe(5)
+      const columns = (db.prepare(`PRAGMA table_info(batches)`).all() as Array<{ name: string }>).map((c) => c.name)
+      expect(columns).toEqual(expect.arrayContaining(["input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "total_tokens"]))
+    })
   })
 })

@@ -12,7 +12,7 @@ import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
 import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
 import { rebuildReadModel } from "../../src/projections/rebuild.js"
 import { asyncApiEventTypes, type LogContents, logContents } from "../fixtures/eventTypes.js"
-import { readModelSnapshot } from "../fixtures/readModelSnapshot.js"
+import { type ReadModelSnapshot, readModelSnapshot } from "../fixtures/readModelSnapshot.js"
 import { importStream } from "../fixtures/streamFile.js"
 import { type NatsServer, startNatsServer } from "../support/natsServer.js"
 
@@ -59,6 +59,43 @@ const openFixture = async (set: string, backend: "embedded" | "nats"): Promise<L
 
 const seen: Record<"embedded" | "nats", Array<LogContents>> = { embedded: [], nats: [] }
 
+type Results = ReadonlyArray<{ readonly data: ReadonlyArray<{ readonly status: string; readonly response: any }> }>
+
+/** The completed result lines' usage, summed as a batch object's `usage` counts it. */
+const usageOfResults = (pages: Results) => {
+  const usage = { input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 }
+  for (const line of pages.flatMap((page) => page.data)) {
+    if (line.status !== "completed") continue
+    const u = line.response.body.usage
+    usage.input_tokens += u.prompt_tokens
+    usage.input_tokens_details.cached_tokens += u.prompt_tokens_details?.cached_tokens ?? 0
+    usage.output_tokens += u.completion_tokens
+    usage.output_tokens_details.reasoning_tokens += u.completion_tokens_details?.reasoning_tokens ?? 0
+    usage.total_tokens += u.total_tokens
+  }
+  return usage
+}
+
+/**
+ * Fields the batch object gained after a set was written are not in its expected read model, which
+ * may not be rewritten: each is checked by its own rule against the same replay's results instead.
+ */
+const laterBatchFields: Record<string, (results: Results) => unknown> = { usage: usageOfResults }
+
+const asRecorded = (snapshot: ReadModelSnapshot, expected: { readonly batches: Record<string, Record<string, unknown>> }) => {
+  const batches: Record<string, unknown> = {}
+  for (const [id, batch] of Object.entries(snapshot.batches as Record<string, Record<string, unknown>>)) {
+    const kept = { ...batch }
+    for (const [field, rule] of Object.entries(laterBatchFields)) {
+      if (expected.batches[id] === undefined || field in expected.batches[id]) continue
+      expect(batch[field], `${id}: ${field}`).toEqual(rule(snapshot.results[id] as Results))
+      delete kept[field]
+    }
+    batches[id] = kept
+  }
+  return { ...snapshot, batches }
+}
+
 describe("the fixture logs", () => {
   it("there is at least one set, and each is as it was written: its files match the SHA-256 its meta.json holds", () => {
     expect(sets.length).toBeGreaterThan(0)
@@ -86,7 +123,9 @@ describe("the fixture logs", () => {
         }),
       )
       seen[backend].push(contents)
-      expect(snapshot).toEqual(expected)
+      expect(asRecorded(snapshot, expected)).toEqual(expected)
+      // Each set has completed rows, so the tokens checked above are not zeros only.
+      expect(Object.values(snapshot.batches).some((b) => (b as { usage: { total_tokens: number } }).usage.total_tokens > 0)).toBe(true)
       expect(chains.problems).toEqual([])
       expect(chains.unchained).toBe(0)
       expect(chains.checked).toBeGreaterThan(0)

@@ -40,6 +40,13 @@ const seedBatch = {
   rerun_of: null,
   rows_ahead: null,
   estimated_completion_at: null,
+  usage: {
+    input_tokens: 0,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 0,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 0,
+  },
 }
 
 const seedResults = {

@@ -1,4 +1,5 @@
 import OpenAI from "openai"
+import type { BatchUsage } from "openai/resources/batches"
 import { beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
 import { chatRow } from "../support/client.js"
@@ -35,7 +36,7 @@ describe("the official openai package against Sluice", () => {
     return created.body as { id: string }
   }
 
-  it("batches.retrieve answers Sluice's batch with its id, status and request_counts", async () => {
+  it("batches.retrieve answers Sluice's batch with its id, status, request_counts and token usage", async () => {
     const { id } = await create([chatRow("a", "one"), chatRow("b", "two")])
     const done = await f.api(key).waitFinal(id)
     const batch = await openai.batches.retrieve(id)
@@ -48,6 +49,13 @@ describe("the official openai package against Sluice", () => {
       metadata: { via: "http" },
       completed_at: done.completed_at,
     })
+    // Typed by OpenAI's own BatchUsage: the same shape, details included.
+    const usage: BatchUsage | undefined = batch.usage
+    expect(usage).toEqual(done.usage)
+    expect(usage?.total_tokens).toBe((usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0))
+    expect(usage?.output_tokens).toBeGreaterThan(0)
+    expect(usage?.input_tokens_details.cached_tokens).toBe(0)
+    expect(usage?.output_tokens_details.reasoning_tokens).toBe(0)
   })
 
   it("batches.list auto-paginates over five batches, newest first, a page of two at a time", async () => {
