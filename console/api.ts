@@ -1,5 +1,8 @@
+import type { BatchUsage } from "../src/domain/api/BatchObject.js"
 import type { BatchStatus } from "../src/domain/api/BatchStatus.js"
 import { SseDecoder, type SseMessage } from "../src/sdk/sseDecoder.js"
+
+export type { BatchUsage }
 
 /** An answer other than 2xx, with the message of Sluice's OpenAI-shaped error envelope. */
 export class ApiError extends Error {
@@ -42,6 +45,7 @@ export interface Batch {
   readonly metadata: Record<string, string> | null
   readonly rows_ahead?: number | null
   readonly estimated_completion_at?: number | null
+  readonly usage: BatchUsage
 }
 
 export interface Page<T> {

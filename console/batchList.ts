@@ -1,5 +1,5 @@
 import { type Batch, call, type Page } from "./api.js"
-import { bar, h, show, usd, when } from "./dom.js"
+import { bar, h, show, tokens, usd, when } from "./dom.js"
 
 const PAGE = 20
 
@@ -21,6 +21,7 @@ export const batchList = async (root: HTMLElement, key: string, cursors: Readonl
       h("td", {}, h("span", { class: `status ${b.status}` }, b.status)),
       h("td", {}, bar(completed, failed, total), h("span", { class: "muted" }, `${completed + failed} / ${total}`)),
       h("td", {}, usd(b.cost_usd ?? 0)),
+      h("td", { class: "tokens" }, tokens(b.usage.total_tokens)),
       h("td", {}, when(b.created_at)),
     )
   })
@@ -32,7 +33,7 @@ export const batchList = async (root: HTMLElement, key: string, cursors: Readonl
       : h(
           "table",
           { id: "batches" },
-          h("thead", {}, h("tr", {}, h("th", {}, "Batch"), h("th", {}, "Status"), h("th", {}, "Progress"), h("th", {}, "Cost"), h("th", {}, "Created"))),
+          h("thead", {}, h("tr", {}, h("th", {}, "Batch"), h("th", {}, "Status"), h("th", {}, "Progress"), h("th", {}, "Cost"), h("th", {}, "Tokens"), h("th", {}, "Created"))),
           h("tbody", {}, rows),
         ),
     h(

@@ -1,5 +1,5 @@
-import { type Batch, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
-import { bar, h, show, usd, when } from "./dom.js"
+import { type Batch, type BatchUsage, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
+import { bar, h, show, tokens, usd, when } from "./dom.js"
 import { eta, Pace } from "./progress.js"
 
 const RESULTS_PAGE = 20
@@ -8,6 +8,16 @@ const settles = new Set(["row_completed", "row_failed", "row_cancelled"])
 interface Filter {
   readonly status: string
   readonly code: string
+}
+
+/** The batch's token totals: all of them, then input and output with the details the upstream gave. */
+const tokenFacts = (usage: BatchUsage) => {
+  const cached = usage.input_tokens_details.cached_tokens
+  const reasoning = usage.output_tokens_details.reasoning_tokens
+  return (
+    `${tokens(usage.total_tokens)} (${tokens(usage.input_tokens)} in${cached > 0 ? `, ${tokens(cached)} cached` : ""}; ` +
+    `${tokens(usage.output_tokens)} out${reasoning > 0 ? `, ${tokens(reasoning)} reasoning` : ""})`
+  )
 }
 
 /** One batch: its live progress from the events stream, cancel and delete, and its results, filtered and paged. */
@@ -44,6 +54,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
         ],
         ["Rows ahead", finalStatuses.has(batch.status) ? "—" : String(batch.rows_ahead ?? "—")],
         ["Cost", usd(batch.cost_usd ?? 0)],
+        ["Tokens", h("span", { id: "tokens" }, tokenFacts(batch.usage))],
         ["Created", when(batch.created_at)],
       ].map(([label, value]) => h("div", {}, String(label), h("b", {}, value as Node | string))),
     )

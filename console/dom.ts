@@ -32,3 +32,6 @@ export const bar = (done: number, failed: number, total: number, big = false) =>
 export const when = (unixSeconds: number | null) => (unixSeconds === null ? "" : new Date(unixSeconds * 1000).toLocaleString())
 
 export const usd = (n: number) => `$${n.toFixed(n < 0.01 && n > 0 ? 6 : 4)}`
+
+/** A count of tokens, grouped by thousands whatever the browser's language. */
+export const tokens = (n: number) => n.toLocaleString("en-US")

@@ -79,6 +79,13 @@ describe("the web console in headless Chromium", () => {
       .toBe("completed")
     expect(await page.textContent("#settled")).toBe("40 / 40")
     expect([...seen].filter((s) => s !== "40 / 40" && s !== "0 / 40").length).toBeGreaterThan(0)
+    // The batch's tokens as the API counts them; the simulator reports no cached or reasoning tokens.
+    const { usage } = (await api().call("GET", `/v1/batches/${live.body.id}`)).body
+    const count = (n: number) => n.toLocaleString("en-US")
+    expect(usage.total_tokens).toBeGreaterThan(0)
+    await expect
+      .poll(() => page.textContent("#tokens"))
+      .toBe(`${count(usage.total_tokens)} (${count(usage.input_tokens)} in; ${count(usage.output_tokens)} out)`)
     await shot("batch-completed")
 
     await page.selectOption("#filter-status", "failed")
@@ -93,6 +100,10 @@ describe("the web console in headless Chromium", () => {
     expect(await page.textContent("#detail-request")).toContain("refused 3")
     expect(await page.textContent("#detail-response")).toContain("invalid_request")
     await shot("result-opened")
+
+    await page.goto(`${sluice.url}/console/#/batches`)
+    await page.waitForSelector(`tr[data-batch="${live.body.id}"]`)
+    expect(await page.textContent(`tr[data-batch="${live.body.id}"] td.tokens`)).toBe(count(usage.total_tokens))
   })
 
   it("cancels a running batch, then deletes it", async () => {
