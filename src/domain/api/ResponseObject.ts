@@ -58,7 +58,8 @@ export const ResponseUsage = Schema.Struct({
   total_tokens: Tokens,
 }).annotations({
   identifier: "ResponseUsage",
-  description: "The upstream's usage: prompt tokens as input, completion tokens as output, total their sum; a detail is 0 where the upstream gave none",
+  description:
+    "The upstream's usage: prompt tokens as input, completion tokens as output, its total (else their sum); a detail is 0 where the upstream gave none",
 })
 export interface ResponseUsage extends Schema.Schema.Type<typeof ResponseUsage> {}
 

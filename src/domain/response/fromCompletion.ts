@@ -23,16 +23,17 @@ const count = (value: unknown): number => (Number.isSafeInteger(value) && (value
 
 const field = (value: unknown, key: string): unknown => (isObject(value) ? value[key] : undefined)
 
-/** Chat usage in Responses terms; the total is always input + output, whatever the upstream summed. */
+/** Chat usage in Responses terms; the total is the upstream's own, as a batch's usage sums it, else input + output. */
 export const usageOf = (usage: unknown): ResponseUsage => {
   const input = count(field(usage, "prompt_tokens"))
   const output = count(field(usage, "completion_tokens"))
+  const total = field(usage, "total_tokens")
   return {
     input_tokens: input,
     input_tokens_details: { cached_tokens: count(field(field(usage, "prompt_tokens_details"), "cached_tokens")) },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: count(field(field(usage, "completion_tokens_details"), "reasoning_tokens")) },
-    total_tokens: input + output,
+    total_tokens: Number.isSafeInteger(total) && (total as number) >= 0 ? (total as number) : input + output,
   }
 }
 
@@ -48,7 +49,7 @@ export const messageText = (message: Obj): string => {
   return text === "" && typeof message["refusal"] === "string" ? message["refusal"] : text
 }
 
-/** vLLM names it `reasoning_content` (`reasoning` from 0.10 on); either, when it is not empty. */
+/** vLLM names it `reasoning_content`, its newer releases `reasoning`; either, when it is not empty. */
 const reasoningOf = (message: Obj): string | undefined => {
   for (const key of ["reasoning_content", "reasoning"]) {
     const value = message[key]
