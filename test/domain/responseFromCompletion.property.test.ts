@@ -105,7 +105,7 @@ const OpenAIResponse = mutableStruct({
   usage: S.optional(
     mutableStruct({
       input_tokens: Count,
-      input_tokens_details: mutableStruct({ cached_tokens: Count }),
+      input_tokens_details: mutableStruct({ cached_tokens: Count, cache_write_tokens: Count }),
       output_tokens: Count,
       output_tokens_details: mutableStruct({ reasoning_tokens: Count }),
       total_tokens: Count,
@@ -156,7 +156,7 @@ const usage = fc.record(
     prompt_tokens: count,
     completion_tokens: count,
     total_tokens: count,
-    prompt_tokens_details: fc.oneof(fc.constant(null), fc.record({ cached_tokens: count })),
+    prompt_tokens_details: fc.oneof(fc.constant(null), fc.record({ cached_tokens: count, cache_write_tokens: count }, { requiredKeys: [] })),
     completion_tokens_details: fc.oneof(fc.constant(null), fc.record({ reasoning_tokens: count })),
   },
   { requiredKeys: [] },
@@ -309,7 +309,10 @@ describe("a chat completion's answer as a Response object", () => {
         const usage = responseFrom(answered(body), contextFor({})).usage!
         expect(usage).toEqual({
           input_tokens: asCount(sent.prompt_tokens),
-          input_tokens_details: { cached_tokens: asCount(sent.prompt_tokens_details?.cached_tokens) },
+          input_tokens_details: {
+            cached_tokens: asCount(sent.prompt_tokens_details?.cached_tokens),
+            cache_write_tokens: asCount(sent.prompt_tokens_details?.cache_write_tokens),
+          },
           output_tokens: asCount(sent.completion_tokens),
           output_tokens_details: { reasoning_tokens: asCount(sent.completion_tokens_details?.reasoning_tokens) },
           total_tokens: Number.isSafeInteger(sent.total_tokens) && sent.total_tokens >= 0 ? sent.total_tokens : usage.input_tokens + usage.output_tokens,

@@ -179,7 +179,7 @@ describe.each([
       service_tier: "default",
       usage: {
         input_tokens: expected.usage.prompt_tokens,
-        input_tokens_details: { cached_tokens: 0 },
+        input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
         output_tokens: expected.usage.completion_tokens,
         output_tokens_details: { reasoning_tokens: 0 },
         total_tokens: expected.usage.prompt_tokens + expected.usage.completion_tokens,
@@ -260,7 +260,7 @@ describe.each([
     ])
     expect(response.usage).toEqual({
       input_tokens: 20,
-      input_tokens_details: { cached_tokens: 16 },
+      input_tokens_details: { cached_tokens: 16, cache_write_tokens: 0 },
       output_tokens: 30,
       output_tokens_details: { reasoning_tokens: 25 },
       total_tokens: 50,
@@ -431,16 +431,7 @@ describe.each([
         "stream is not supported on POST /v1/responses: send the request without stream to get the whole response, or stream a chat completion from POST /v1/chat/completions",
         "stream",
       ],
-      [
-        { ...ask, background: true },
-        "background responses are not available on this server yet: send the request without background, and it is answered when done",
-        "background",
-      ],
-      [
-        { ...ask, metadata: { stream_id: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", custom_id: "x" } },
-        "streams are not available on this server yet: send the request without metadata.stream_id",
-        "metadata.stream_id",
-      ],
+      [{ ...ask, metadata: { stream_id: "" } }, "metadata.stream_id must be a non-empty string", "metadata.stream_id"],
       [{ ...ask, background: "yes" }, 'background must be true or false, got "yes"', "background"],
       [{ ...ask, stream: "yes" }, 'stream must be true or false, got "yes"', "stream"],
       [{ ...ask, service_tier: "turbo" }, 'service_tier must be one of auto, default, flex, scale, priority, got "turbo"', "service_tier"],

@@ -52,7 +52,7 @@ const Tokens = Schema.NonNegativeInt
 
 export const ResponseUsage = Schema.Struct({
   input_tokens: Tokens,
-  input_tokens_details: Schema.Struct({ cached_tokens: Tokens }),
+  input_tokens_details: Schema.Struct({ cached_tokens: Tokens, cache_write_tokens: Tokens }),
   output_tokens: Tokens,
   output_tokens_details: Schema.Struct({ reasoning_tokens: Tokens }),
   total_tokens: Tokens,

@@ -28,9 +28,10 @@ export const usageOf = (usage: unknown): ResponseUsage => {
   const input = count(field(usage, "prompt_tokens"))
   const output = count(field(usage, "completion_tokens"))
   const total = field(usage, "total_tokens")
+  const details = field(usage, "prompt_tokens_details")
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: count(field(field(usage, "prompt_tokens_details"), "cached_tokens")) },
+    input_tokens_details: { cached_tokens: count(field(details, "cached_tokens")), cache_write_tokens: count(field(details, "cache_write_tokens")) },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: count(field(field(usage, "completion_tokens_details"), "reasoning_tokens")) },
     total_tokens: Number.isSafeInteger(total) && (total as number) >= 0 ? (total as number) : input + output,
