@@ -12,8 +12,8 @@ import { waitFor } from "../support/waitFor.js"
  * the message says so. The log is taken away from under the running service: on NATS the server is
  * killed, or suspended (SIGSTOP: connections stay open and nothing answers); the embedded log's write
  * lock is held by another process, as a backup tool or a forgotten `sqlite3` shell holding a
- * transaction would. Interactive requests and the admin API answer 503. Every such answer carries
- * Retry-After, and a refused create stores nothing.
+ * transaction would. Interactive requests (chat completions, responses) and the admin API answer
+ * 503. Every such answer carries Retry-After, and a refused create stores nothing.
  */
 
 const MODEL = "glm-5.3-flash"
@@ -90,7 +90,7 @@ describe.each(outages)("the log away: $name", (outage) => {
     await nats?.stop()
   })
 
-  it("the six batch endpoints answer 404 'Batch inference is unavailable at the moment' with why and Retry-After; chat and admin 503; a create stores nothing; all is back once the log is", async () => {
+  it("the six batch endpoints answer 404 'Batch inference is unavailable at the moment' with why and Retry-After; chat, responses and admin 503; a create stores nothing; all is back once the log is", async () => {
     sluice = await startSluice({
       ...(nats === undefined ? {} : { natsUrl: nats.url }),
       models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2 }],
@@ -122,6 +122,7 @@ describe.each(outages)("the log away: $name", (outage) => {
       503,
       "POST /v1/chat/completions",
     )
+    expectUnavailable(await api.call("POST", "/v1/responses", { model: MODEL, input: "hi" }), 503, "POST /v1/responses")
     expectUnavailable(await api.admin("POST", "/admin/v1/accounts", { id: "during-outage" }), 503, "POST /admin/v1/accounts")
 
     await giveBack()
