@@ -19,6 +19,8 @@ import type { BatchStreamEvent } from "./batchStreamEvent.js"
 import { BatchInputError, PartialSubmitError, WaitTimeoutError } from "./errors.js"
 import { followEventStream, type FollowOptions } from "./eventStream.js"
 import { checkResultsFolder, saveJsonl, type Written, writeJsonl } from "./jsonlDownload.js"
+import type { CompletionEvent, CompletionEventList } from "../domain/api/CompletionEvent.js"
+import { type IterResponsesEventsOptions, iterateResponsesEvents, type ResponsesEventsPageOptions } from "./responsesEvents.js"
 import { sleep, Transport } from "./transport.js"
 
 export type Batch = BatchObject
@@ -264,6 +266,27 @@ export class SluiceClient {
         signal: options.signal,
       })
     return followEventStream(connect, this.transport.url(path), this.retry, options, this.onRetry)
+  }
+
+  /** One page of the completion-events feed (`GET /v1/responses/events`). */
+  listResponsesEvents(options: ResponsesEventsPageOptions = {}): Promise<CompletionEventList> {
+    const query = {
+      stream_id: options.streamId,
+      limit: options.limit,
+      starting_after: options.startingAfter,
+      ending_before: options.endingBefore,
+      wait_ms: options.waitMs,
+    }
+    return this.transport.json<CompletionEventList>("GET", "/responses/events", { query, signal: options.signal })
+  }
+
+  /**
+   * The completion events in order, resuming a named consumer from its checkpoint (or starting with the
+   * newest page), each saved once the next is asked for; with `follow`, long-polls for new ones until
+   * the loop ends or `signal` aborts.
+   */
+  iterResponsesEvents(options: IterResponsesEventsOptions = {}): AsyncIterableIterator<CompletionEvent> {
+    return iterateResponsesEvents((page) => this.listResponsesEvents(page), this.transport.url(""), options)
   }
 
   cancel(id: string): Promise<Batch> {

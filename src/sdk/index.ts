@@ -24,6 +24,9 @@ export {
   parseBatchRecords,
 } from "../domain/jsonl/batchFileLines.js"
 export { BatchRowTooLarge, type SplitLimits } from "../domain/jsonl/splitBatches.js"
+export type { CompletionEvent, CompletionEventList } from "../domain/api/CompletionEvent.js"
+export { type CheckpointStore, checkpointKey, defaultCheckpointsFile, type FileCheckpointStore, fileCheckpoints } from "./checkpoints.js"
+export type { IterResponsesEventsOptions, ResponsesEventsPageOptions } from "./responsesEvents.js"
 export { defaultRetryPolicy, type OnRetry, type RetryNotice, type RetryPolicy } from "./backoff.js"
 export type { BatchInput, BatchRequest } from "./batchInput.js"
 export { serverBatchLimits } from "./batchLimits.js"
