@@ -32,6 +32,8 @@ describe("sluice --help and its commands' help, run as a process", () => {
       "sluice batch cancel",
       "sluice batch delete",
       "sluice batch rerun",
+      "sluice responses <command>",
+      "sluice responses tail",
       "sluice admin <command>",
       "sluice admin account <command>",
       "sluice admin account create",
