@@ -9,7 +9,11 @@ const position = fc.record({ seq: fc.nat({ max: Number.MAX_SAFE_INTEGER }), idx:
 
 describe("completion ids", () => {
   it("name their position exactly: parsing a formatted id gives the position back", () => {
-    fc.assert(fc.property(position, (at) => expect(parseCompletionId(formatCompletionId(at))).toEqual(at)))
+    fc.assert(
+      fc.property(position, (at) => {
+        expect(parseCompletionId(formatCompletionId(at))).toEqual(at)
+      }),
+    )
   })
 
   it("sort as the feed does: comparing two ids as strings orders them as their log positions", () => {

@@ -15,6 +15,8 @@ export interface TcpProxy {
   /** Ends the partition; a no-op when none is on. */
   heal(how: Healing): void
   readonly isCut: () => boolean
+  /** Connections made from now on go to this port instead, as a load balancer's would after a failover. */
+  retarget(port: number): void
   /** Stops listening and destroys every connection. */
   close(): Promise<void>
 }
@@ -25,7 +27,8 @@ interface Link {
 }
 
 /** A TCP proxy on a free loopback port, forwarding every connection to `target` on 127.0.0.1. */
-export const startTcpProxy = async (target: number): Promise<TcpProxy> => {
+export const startTcpProxy = async (initialTarget: number): Promise<TcpProxy> => {
+  let target = initialTarget
   const links = new Set<Link>()
   let cut = false
 
@@ -106,6 +109,9 @@ export const startTcpProxy = async (target: number): Promise<TcpProxy> => {
       }
     },
     isCut: () => cut,
+    retarget: (port) => {
+      target = port
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const link of [...links]) drop(link)
