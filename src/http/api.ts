@@ -21,6 +21,9 @@ import { WebhookEventName } from "../domain/webhook/events.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
 import { ResponseEventsGroup } from "./responseEventsApi.js"
+import { StoredResponsesGroup } from "./storedResponsesApi.js"
+import { StreamsGroup } from "./streamsApi.js"
+import { bodyDefinitions, documentedBody } from "./documentedBody.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
@@ -77,27 +80,6 @@ const BatchEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }
     "Resume with the `Last-Event-ID` header or the `last_event_id` query parameter.",
 })
 
-/** The schemas the documented request bodies refer to, added to the document's components. */
-const bodyDefinitions: Record<string, JSONSchema.JsonSchema7> = {}
-
-/** Bodies are read and validated by the handlers (size limit, seed messages); this only documents them. */
-const documentedBody = (schema: Schema.Schema.Any, required = true) =>
-  OpenApi.annotations({
-    override: {
-      requestBody: {
-        required,
-        content: {
-          "application/json": {
-            schema: JSONSchema.fromAST(schema.ast, {
-              definitions: bodyDefinitions,
-              definitionPath: "#/components/schemas/",
-              target: "openApi3.1",
-            }),
-          },
-        },
-      },
-    },
-  })
 
 const RerunPayload = Schema.Struct({
   statuses: Schema.optional(Schema.Array(Schema.Literal(...RerunnableStatuses))).annotations({
@@ -346,9 +328,14 @@ const ResponseCreateRequest = Schema.Struct(
     top_p: Schema.optional(Schema.NullOr(Schema.Number)),
     tools: Schema.optional(Schema.Array(Schema.Unknown)).annotations({ description: "Function tools only" }),
     tool_choice: Schema.optional(Schema.Unknown),
-    metadata: Schema.optional(Schema.NullOr(BatchMetadata)).annotations({ description: "Answered back in the Response object" }),
+    metadata: Schema.optional(Schema.NullOr(BatchMetadata)).annotations({
+      description:
+        "Answered back in the Response object. `stream_id` makes the request an item of that stream (queued whatever `background` says, " +
+        "answered at once, failing as expired if it has not started within the stream's window); `custom_id` is carried to its completion event",
+    }),
     background: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({
-      description: "true is refused with 400 for now: background responses are not available on this server yet",
+      description:
+        "true answers at once, `in_progress`, and queues the request for one of its model's batch slots like a batch row; read it with `GET /v1/responses/{id}`",
     }),
     stream: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({ description: "true is refused with 400: a response is answered whole" }),
     service_tier: Schema.optional(Schema.NullOr(Schema.Literal(...ServiceTiers))).annotations({
@@ -468,6 +455,8 @@ const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string
   chat: [{ apiKey: [] }],
   responses: [{ apiKey: [] }],
   responseEvents: [{ apiKey: [] }],
+  storedResponses: [{ apiKey: [] }],
+  streams: [{ apiKey: [] }],
   models: [{ apiKey: [] }],
   admin: [{ adminToken: [] }],
   adminModels: [{ adminToken: [] }],
@@ -508,5 +497,7 @@ export const SluiceApi = HttpApi.make("sluice")
   .add(ChatGroup)
   .add(ResponsesGroup)
   .add(ResponseEventsGroup)
+  .add(StoredResponsesGroup)
+  .add(StreamsGroup)
   .add(OperationsGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

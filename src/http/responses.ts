@@ -4,10 +4,15 @@ import type { Caller } from "../actors/Accounts.js"
 import { ActorClock } from "../actors/ActorClock.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
 import { type UpstreamReply, responseFrom } from "../domain/response/fromCompletion.js"
-import { validateResponseRequest } from "../domain/response/validateRequest.js"
+import { type ValidResponseRequest, validateResponseRequest } from "../domain/response/validateRequest.js"
 import { readJsonBody } from "./body.js"
 import { ChatCompletions } from "./chatCompletions.js"
-import { badRequest, notFound } from "./errors.js"
+import { badRequest, conflict, notFound } from "./errors.js"
+import { requireBatchAccess } from "./auth.js"
+import { QueuedResponses } from "./queuedResponses.js"
+import { Streams, streamNotFound } from "./streams.js"
+import { joinRefusal } from "../domain/stream/decide.js"
+import { type StreamWindow, windowMs } from "../domain/stream/events.js"
 
 const newId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
 
@@ -28,7 +33,28 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
     const catalog = yield* ModelCatalog
     const chat = yield* ChatCompletions
     const clock = yield* ActorClock
+    const queued = yield* QueuedResponses
+    const streams = yield* Streams
     const seconds = Effect.map(clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
+
+    const queuedDefaults = { serviceTier: "default", streamId: null, customId: null, endpoint: "/v1/responses" } as const
+
+    /** An item of a stream is queued whatever `background` says, with the stream's window to start in. */
+    const inStream = (caller: Caller, request: ValidResponseRequest, streamId: string, background: boolean) =>
+      Effect.gen(function* () {
+        yield* requireBatchAccess(caller)
+        const stream = streams.standing(caller, streamId)
+        if (stream === undefined) return yield* Effect.fail(streamNotFound(streamId))
+        const refused = joinRefusal({ id: stream.id, accountId: stream.account_id, status: stream.status })
+        if (refused !== undefined) return yield* Effect.fail(conflict(refused))
+        return yield* queued.queue(caller, request, {
+          ...queuedDefaults,
+          background,
+          streamId,
+          customId: request.echo.metadata["custom_id"] ?? null,
+          windowMs: windowMs[stream.window as StreamWindow],
+        })
+      })
 
     const create = (caller: Caller) =>
       Effect.gen(function* () {
@@ -44,6 +70,12 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
           )
         }
         const request = valid.right
+        const streamId = request.echo.metadata["stream_id"]
+        if (streamId !== undefined) return yield* inStream(caller, request, streamId, (input as Record<string, unknown>)["background"] === true)
+        if ((input as Record<string, unknown>)["background"] === true) {
+          yield* requireBatchAccess(caller)
+          return yield* queued.queue(caller, request, { ...queuedDefaults, background: true, windowMs: queued.windowMs })
+        }
         const model = catalog.get(request.model)!
         const reply: UpstreamReply = yield* chat.answer(caller, model, JSON.stringify({ ...request.chat, model: model.upstreamModel })).pipe(
           Effect.map(({ status, bytes }): UpstreamReply => ({ _tag: "Answered", status, body: parsed(bytes) })),

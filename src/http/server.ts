@@ -17,6 +17,10 @@ import { Responses } from "./responses.js"
 import { ResponsesLive } from "./responsesHandlers.js"
 import { ResponseEvents } from "./responseEvents.js"
 import { ResponseEventsLive } from "./responseEventsHandlers.js"
+import { QueuedResponses } from "./queuedResponses.js"
+import { StoredResponsesLive } from "./storedResponsesHandlers.js"
+import { Streams } from "./streams.js"
+import { StreamsLive } from "./streamsHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
@@ -74,6 +78,9 @@ const BatchServices = Layer.mergeAll(BatchCommands.Default, BatchQueries.Default
 /** The interactive path chat completions and responses share: the account's slots, the models' load, the quota. */
 const Interactive = ChatCompletions.Default.pipe(Layer.provide(InteractiveAccounting.fromAdmission))
 
+/** Responses that wait for a batch slot, and the streams that hold some of them: run as one-row batches. */
+const Queued = Layer.mergeAll(QueuedResponses.Default, Streams.Default).pipe(Layer.provide(BatchAccess.Default))
+
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive.pipe(Layer.provide(BatchServices))),
   Layer.provide(AdminLive.pipe(Layer.provide(AdminAccounts.Default))),
@@ -82,7 +89,9 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(ModelsLive.pipe(Layer.provide(ModelList.Default))),
   Layer.provide(OperationsLive.pipe(Layer.provide(Probes.Default))),
   Layer.provide(ChatLive.pipe(Layer.provide(Interactive))),
-  Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive))),
+  Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive), Layer.provide(Queued))),
+  Layer.provide(StoredResponsesLive.pipe(Layer.provide(Queued))),
+  Layer.provide(StreamsLive.pipe(Layer.provide(Queued))),
   Layer.provide(ResponseEventsLive.pipe(Layer.provide(ResponseEvents.Default))),
 )
 

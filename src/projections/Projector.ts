@@ -19,6 +19,8 @@ import { makeThroughput, type Throughput } from "./throughput.js"
 import { WebhookEvent } from "../domain/webhook/events.js"
 import { webhooksProjection } from "./webhooks.js"
 import { responsesProjection } from "./responses.js"
+import { streamsProjection } from "./streams.js"
+import { StreamEvent } from "../domain/stream/events.js"
 import { completionsProjection } from "./completions.js"
 import { makeCompletionSignals } from "./completionSignals.js"
 import type { FeedPosition } from "../domain/completion/feedPosition.js"
@@ -36,6 +38,7 @@ class Diverged extends Data.TaggedError("Diverged")<{ readonly message: string }
 const GATHERING = { messages: 2_000, ms: 8 }
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const decodeWebhook = Schema.decodeUnknownSync(WebhookEvent)
+const decodeStream = Schema.decodeUnknownSync(StreamEvent)
 const text = new TextDecoder()
 
 /** The accounts whose rows one applied window changed. */
@@ -99,6 +102,7 @@ export const makeApplier = (
   const usage = usageProjection(db)
   const webhooks = webhooksProjection(db)
   const responses = responsesProjection(db)
+  const streams = streamsProjection(db)
   const completions = completionsProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
@@ -154,7 +158,9 @@ export const makeApplier = (
     } catch {
       return false
     }
-    if (kind === "webhook") {
+    if (kind === "stream") {
+      streams(decodeStream(payload), message.seq)
+    } else if (kind === "webhook") {
       webhooks.apply(decodeWebhook(payload))
     } else if (kind === "account") {
       const event = decodeAccount(payload)

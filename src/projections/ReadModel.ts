@@ -2,6 +2,7 @@ import Database from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 import { webhookTables } from "./webhooks.js"
 import { responseTables } from "./responses.js"
+import { streamTables } from "./streams.js"
 import { completionTables } from "./completions.js"
 
 const schema = `
@@ -136,6 +137,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.exec(schema)
           db.exec(webhookTables)
           db.exec(responseTables)
+          db.exec(streamTables)
           db.exec(completionTables)
           addColumns(db)
           return db

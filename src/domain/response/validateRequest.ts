@@ -6,7 +6,7 @@ import type { ChatRejected } from "../chat/chatRequest.js"
 import { isObject, type JsonObject as Obj } from "../json.js"
 import { BodyRejection, sentField, toChatForm } from "./chatForm.js"
 import { type ResponseEcho, echoOf } from "./echo.js"
-import { notAvailableYet } from "./notAvailableYet.js"
+import { queueFields } from "./queueFields.js"
 import { ResponseRequestMessage as M } from "./requestMessages.js"
 
 export interface ValidResponseRequest {
@@ -35,8 +35,8 @@ export const validateResponseRequest = (
 ): Either.Either<ValidResponseRequest, ChatRejected> => {
   if (!isObject(input)) return invalid(M.notAnObject, null)
   if (input["stream"] === true) return invalid(M.stream, "stream")
-  const later = notAvailableYet(input)
-  if (later !== undefined) return refused(later)
+  const queueFault = queueFields(input)
+  if (queueFault !== undefined) return refused(queueFault)
   const background = input["background"]
   if (background !== undefined && background !== null && typeof background !== "boolean")
     return invalid(`background must be true or false, got ${shown(background)}`, "background")

@@ -1,0 +1,23 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { SluiceApi } from "./api.js"
+import { authenticate, requireBatchAccess } from "./auth.js"
+import { errorResponse, respondJson } from "./respond.js"
+import { Streams } from "./streams.js"
+
+const streamCaller = authenticate.pipe(Effect.flatMap(requireBatchAccess))
+
+export const StreamsLive = HttpApiBuilder.group(SluiceApi, "streams", (handlers) =>
+  Effect.map(Streams, (streams) =>
+    handlers
+      .handleRaw("create", () =>
+        Effect.flatMap(streamCaller, streams.create).pipe(
+          Effect.map((detail) => HttpServerResponse.unsafeJson(detail, { status: 201 })),
+          Effect.catchAll((error) => Effect.succeed(errorResponse(error))),
+        ),
+      )
+      .handleRaw("list", () => respondJson(Effect.flatMap(streamCaller, streams.list)))
+      .handleRaw("retrieve", ({ path }) => respondJson(Effect.flatMap(streamCaller, (caller) => streams.get(caller, path.stream_id))))
+      .handleRaw("update", ({ path }) => respondJson(Effect.flatMap(streamCaller, (caller) => streams.patch(caller, path.stream_id)))),
+  ),
+)

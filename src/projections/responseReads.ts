@@ -1,0 +1,64 @@
+import type Database from "better-sqlite3"
+
+/** A response as the read model holds it: its own row, its one-row batch's standing and its row's result. */
+export interface StoredResponse {
+  readonly id: string
+  readonly account_id: string
+  readonly seq: number
+  readonly model: string
+  readonly endpoint: string
+  readonly background: number
+  readonly service_tier: string
+  readonly stream_id: string | null
+  readonly custom_id: string | null
+  readonly metadata: string | null
+  readonly echo: string
+  readonly batch_status: string
+  readonly batch_error: string | null
+  readonly created_at: number
+  readonly expires_at: number
+  readonly completed_at: number | null
+  readonly failed_at: number | null
+  readonly expired_at: number | null
+  readonly cancelled_at: number | null
+  readonly row_status: string | null
+  readonly row_response: string | null
+  readonly row_error: string | null
+}
+
+const columns = `r.*, b.status AS batch_status, b.error AS batch_error, b.created_at, b.expires_at, b.completed_at, b.failed_at,
+  b.expired_at, b.cancelled_at, x.status AS row_status, x.response AS row_response, x.error AS row_error
+  FROM responses r JOIN batches b ON b.id = r.id LEFT JOIN results x ON x.batch_id = r.id AND x.idx = 0`
+
+export const responseReads = (db: Database.Database) => {
+  const s = {
+    one: db.prepare<[string], StoredResponse>(`SELECT ${columns} WHERE r.id = ?`),
+    firstPage: db.prepare<[string, number], StoredResponse>(`SELECT ${columns} WHERE r.account_id = ? ORDER BY r.seq DESC LIMIT ?`),
+    nextPage: db.prepare<[string, number, number], StoredResponse>(
+      `SELECT ${columns} WHERE r.account_id = ? AND r.seq < ? ORDER BY r.seq DESC LIMIT ?`,
+    ),
+    streamFirstPage: db.prepare<[string, string, number], StoredResponse>(
+      `SELECT ${columns} WHERE r.account_id = ? AND r.stream_id = ? ORDER BY r.seq DESC LIMIT ?`,
+    ),
+    streamNextPage: db.prepare<[string, string, number, number], StoredResponse>(
+      `SELECT ${columns} WHERE r.account_id = ? AND r.stream_id = ? AND r.seq < ? ORDER BY r.seq DESC LIMIT ?`,
+    ),
+  }
+  return {
+    /** Another account's response reads exactly like one that does not exist. */
+    ofAccount: (accountId: string, id: string): StoredResponse | undefined => {
+      const row = s.one.get(id)
+      return row !== undefined && row.account_id === accountId ? row : undefined
+    },
+    /** Newest first, `limit + 1` rows (the extra one says there are more); `afterSeq` is the previous page's last. */
+    page: (accountId: string, limit: number, afterSeq: number | undefined, streamId: string | undefined): Array<StoredResponse> =>
+      streamId === undefined
+        ? afterSeq === undefined
+          ? s.firstPage.all(accountId, limit + 1)
+          : s.nextPage.all(accountId, afterSeq, limit + 1)
+        : afterSeq === undefined
+          ? s.streamFirstPage.all(accountId, streamId, limit + 1)
+          : s.streamNextPage.all(accountId, streamId, afterSeq, limit + 1),
+  }
+}
+export type ResponseReads = ReturnType<typeof responseReads>

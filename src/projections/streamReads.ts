@@ -1,0 +1,78 @@
+import type Database from "better-sqlite3"
+
+export interface StreamRow {
+  readonly id: string
+  readonly account_id: string
+  readonly key_id: string
+  readonly seq: number
+  readonly name: string
+  readonly window: string
+  readonly status: "open" | "cancelled" | "archived"
+  readonly created_at: number
+  readonly updated_at: number
+  readonly cancelled_at: number | null
+  readonly archived_at: number | null
+}
+
+export interface StreamCounts {
+  readonly total: number
+  readonly pending: number
+  readonly running: number
+  readonly completed: number
+  readonly failed: number
+  readonly cancelled: number
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly total_tokens: number
+  /** Unix seconds of the last item that completed. */
+  readonly last_completed_at: number | null
+}
+
+/** A stream's items by where each stands: its row's status in the results (expired counts as failed). */
+const countsSql = `SELECT count(*) AS total,
+  coalesce(sum(x.status = 'queued'), 0) AS pending,
+  coalesce(sum(x.status = 'running'), 0) AS running,
+  coalesce(sum(x.status = 'completed'), 0) AS completed,
+  coalesce(sum(x.status IN ('failed', 'expired')), 0) AS failed,
+  coalesce(sum(x.status = 'cancelled'), 0) AS cancelled,
+  coalesce(sum(b.input_tokens), 0) AS input_tokens,
+  coalesce(sum(b.output_tokens), 0) AS output_tokens,
+  coalesce(sum(b.total_tokens), 0) AS total_tokens,
+  max(CASE WHEN x.status = 'completed' THEN b.completed_at END) AS last_completed_at
+  FROM responses r JOIN batches b ON b.id = r.id JOIN results x ON x.batch_id = r.id AND x.idx = 0
+  WHERE r.stream_id = ?`
+
+export const streamReads = (db: Database.Database) => {
+  const s = {
+    one: db.prepare<[string], StreamRow>(`SELECT * FROM streams WHERE id = ?`),
+    ofAccount: db.prepare<[string], StreamRow>(`SELECT * FROM streams WHERE account_id = ? ORDER BY seq DESC`),
+    counts: db.prepare<[string], StreamCounts>(countsSql),
+    unfinishedItems: db
+      .prepare<[string], string>(
+        `SELECT r.id FROM responses r JOIN batches b ON b.id = r.id JOIN results x ON x.batch_id = r.id AND x.idx = 0
+         WHERE r.stream_id = ? AND b.status IN ('validating', 'in_progress') AND b.closing IS NULL AND x.status = 'queued'`,
+      )
+      .pluck(),
+    closedWithItems: db
+      .prepare<[], string>(
+        `SELECT DISTINCT s.id FROM streams s JOIN responses r ON r.stream_id = s.id JOIN batches b ON b.id = r.id
+         JOIN results x ON x.batch_id = r.id AND x.idx = 0
+         WHERE s.status <> 'open' AND b.status IN ('validating', 'in_progress') AND b.closing IS NULL AND x.status = 'queued'`,
+      )
+      .pluck(),
+  }
+  return {
+    /** Another account's stream reads exactly like one that does not exist. */
+    ofAccount: (accountId: string, id: string): StreamRow | undefined => {
+      const row = s.one.get(id)
+      return row !== undefined && row.account_id === accountId ? row : undefined
+    },
+    list: (accountId: string) => s.ofAccount.all(accountId),
+    counts: (id: string) => s.counts.get(id)!,
+    /** The items waiting to start: what cancelling the stream cancels (the running ones finish as they end). */
+    unfinishedItems: (id: string) => s.unfinishedItems.all(id),
+    /** Cancelled or archived streams that still have items to cancel (a cancel cut short by a crash). */
+    closedWithItems: () => s.closedWithItems.all(),
+  }
+}
+export type StreamReads = ReturnType<typeof streamReads>
