@@ -188,7 +188,9 @@ export const startPartitionedDeployment = async (options: { latencyMs?: number; 
       await waitFor(`Sluice ${name} serves ${url}`, async () => {
         if (exited(child)) throw new Error(`Sluice ${name} exited during start:\n${output().slice(-3000)}`)
         return (await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined))?.ok === true
-      }, { timeoutMs: 45_000, everyMs: 100 })
+        // Longer than Sluice's own minute of start-up retries: a fresh 2.10 cluster can answer "no suitable peers
+        // for placement" for most of a minute after its meta leader is elected, until every server's stats are in.
+      }, { timeoutMs: 75_000, everyMs: 100 })
       instances.push({ name, url, dataDir, logFile, output })
     }
 
