@@ -10,6 +10,7 @@ import { natsLoadSharing } from "./actors/admission/natsLoadSharing.js"
 import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
+import * as StreamRetention from "./actors/StreamRetention.js"
 import * as Timers from "./actors/Timers.js"
 import * as WebhookDeliverer from "./actors/WebhookDeliverer.js"
 import { catalogLayer } from "./config/catalogLayer.js"
@@ -96,8 +97,10 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     Layer.provideMerge(fateStoreLayer(config)),
     Layer.provideMerge(core),
   )
-  const actors = Layer.merge(
-    onActorClock(Timers.layer({ retentionMs: config.retentionDays * 86_400_000 })),
+  const retentionMs = config.retentionDays * 86_400_000
+  const actors = Layer.mergeAll(
+    onActorClock(Timers.layer({ retentionMs })),
+    onActorClock(StreamRetention.layer({ retentionMs })),
     onActorClock(WebhookDeliverer.layer),
   ).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live).pipe(Layer.provide(Layer.succeed(Dispatcher.RunsModels, config.runModels)))),

@@ -4,6 +4,7 @@ import { isFinal } from "../domain/batch/state.js"
 import { type BatchDeadlines, batchReads } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
+import { atDeadline } from "./atDeadline.js"
 import { BatchLifecycle } from "./BatchLifecycle.js"
 import { BatchWriter } from "./BatchWriter.js"
 import { makeDeleteBatch } from "./deleteBatch.js"
@@ -14,8 +15,6 @@ export interface TimersOptions {
   readonly retentionMs: number
 }
 
-// Node's timers hold at most 2^31-1 ms (about 24.8 days) and Effect never wakes a longer sleep.
-const LONGEST_SLEEP_MS = 86_400_000
 const WHILE_LOG_DOWN = Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("1 minute")))
 const WHILE_ROWS_RUN = Schedule.spaced("1 minute")
 
@@ -36,13 +35,7 @@ export const layer = (options: TimersOptions) =>
       const clock = yield* Effect.clock
       const timers = yield* FiberMap.make<string>()
 
-      const at = (deadline: number, action: Effect.Effect<void>) =>
-        Effect.gen(function* () {
-          for (let now = yield* clock.currentTimeMillis; now < deadline; now = yield* clock.currentTimeMillis) {
-            yield* Effect.sleep(Math.min(deadline - now, LONGEST_SLEEP_MS))
-          }
-          yield* action
-        }).pipe(Effect.withClock(clock))
+      const at = (deadline: number, action: Effect.Effect<void>) => atDeadline(clock, deadline, action)
 
       const expire = (batchId: string) =>
         Effect.gen(function* () {

@@ -4,12 +4,13 @@ import type { AppendInput, AppendResult, LogUnavailable } from "./EventLog.js"
 
 /*
  * The headers the log puts on every message it stores: the CloudEvents attributes (the CloudEvents
- * NATS binding, so generic event tooling can consume the subjects) and, on batch subjects, the
- * message's link in its subject's hash chain. Payloads are never touched.
+ * NATS binding, so generic event tooling can consume the subjects) and, on batch, response and stream
+ * subjects, the message's link in its subject's hash chain. Payloads are never touched.
  *
  * The chain is per subject because a subject has one writer at a time: a model's lane only its lease
- * owner, a lifecycle subject one message ever, the input chunks the create. A chain across a batch's
- * subjects would need one writer for the whole batch, which several instances do not have.
+ * owner, a lifecycle subject one message ever, the input chunks the create, a stream's renames each
+ * guarded by the subject's last sequence. A chain across a batch's subjects would need one writer for
+ * the whole batch, which several instances do not have.
  */
 
 export const PREV_HASH_HEADER = "Sluice-Prev-Sha256"
@@ -17,8 +18,9 @@ export const HASH_HEADER = "Sluice-Sha256"
 export const CE_SPEC_VERSION = "1.0"
 export const CE_SOURCE = "/sluice"
 
-/** Batches' and responses' subjects (src/domain/batch/subjects.ts's roots) carry links. */
-export const isChained = (subject: string) => subject.startsWith("batch.") || subject.startsWith("response.")
+/** Batches', responses' (src/domain/batch/subjects.ts's roots) and streams' subjects carry links. */
+export const isChained = (subject: string) =>
+  subject.startsWith("batch.") || subject.startsWith("response.") || subject.startsWith("stream.")
 
 /** A message's link: the SHA-256 of the previous link on its subject ("" for the first), its subject and its data. */
 export const linkHash = (prev: string, subject: string, data: Uint8Array): string =>

@@ -1,6 +1,7 @@
 import { Effect, Either, Schedule, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { BatchWriter } from "../actors/BatchWriter.js"
+import { StreamRetention } from "../actors/StreamRetention.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { isObject } from "../domain/json.js"
 import { decidePatch, type StreamPatch } from "../domain/stream/decide.js"
@@ -8,7 +9,7 @@ import { type StreamEvent, StreamWindow, onceOnlyStreamTypes, streamSubject } fr
 import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
-import { type StreamRow, streamReads } from "../projections/streamReads.js"
+import { type StreamRow, type StreamTombstone, streamReads } from "../projections/streamReads.js"
 import type { Caller } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
 import { readJsonBody } from "./body.js"
@@ -22,6 +23,15 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 const isWindow = Schema.is(StreamWindow)
 
 export const streamNotFound = (id: string) => notFound(`No stream found with id '${id}'`, "stream_not_found")
+
+const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
+/** The owner's 404 for a stream purged after its retention, as a deleted batch answers: it says so, and when. */
+export const streamDeleted = (tombstone: StreamTombstone) =>
+  notFound(
+    `Stream '${tombstone.id}' was deleted at ${isoSeconds(tombstone.purged_at)}, when its retention period after its archive ` +
+      `(${isoSeconds(tombstone.archived_at)}) ended; its history is gone`,
+    "stream_deleted",
+  )
 
 const summary = (row: StreamRow) => ({
   id: row.id,
@@ -45,6 +55,7 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
     const projector = yield* Projector
     const writer = yield* BatchWriter
     const dispatcher = yield* Dispatcher
+    const retention = yield* StreamRetention
     const reads = streamReads(yield* ReadModel)
 
     const detail = (row: StreamRow) => {
@@ -69,28 +80,38 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
       }
     }
 
+    /**
+     * A once-only event the log already holds (a concurrent cancel, say) leaves the stream as asked. A rename
+     * goes after the subject's last message, so that each subject has one writer at a time and its hash
+     * chain holds: a concurrent rename makes it try again after that one.
+     */
+    const append = (event: StreamEvent) => {
+      const subject = streamSubject(event.stream_id, event.type)
+      const data = encoder.encode(JSON.stringify(event))
+      if (onceOnlyStreamTypes.has(event.type)) {
+        return log
+          .append([{ subject, data, expectLastSubjectSeq: 0, msgId: `${event.stream_id}:${event.type}` }])
+          .pipe(Effect.catchTag("WrongLastSequence", () => log.lastSeq.pipe(Effect.map((seq) => [{ seq }]))))
+      }
+      return Effect.flatMap(log.lastSeqOf(subject), (last) => log.append([{ subject, data, expectLastSubjectSeq: last }])).pipe(
+        Effect.retry({ while: (e) => e._tag === "WrongLastSequence", times: 10 }),
+        Effect.catchTag("WrongLastSequence", () => Effect.fail(conflict(`Stream '${event.stream_id}' is being changed by other requests at the same time: try again`))),
+      )
+    }
+
     const write = (events: ReadonlyArray<StreamEvent>) =>
       Effect.gen(function* () {
         if (events.length === 0) return
-        const written = yield* log
-          .append(
-            events.map((event) => ({
-              subject: streamSubject(event.stream_id, event.type),
-              data: encoder.encode(JSON.stringify(event)),
-              ...(onceOnlyStreamTypes.has(event.type) ? { expectLastSubjectSeq: 0, msgId: `${event.stream_id}:${event.type}` } : {}),
-            })),
-          )
-          .pipe(
-            // A once-only event the log already holds (a concurrent cancel, say): the stream is as asked.
-            Effect.catchTag("WrongLastSequence", () => log.lastSeq.pipe(Effect.map((seq) => [{ seq }]))),
-            Effect.mapError(access.logDown),
-          )
-        yield* projector.awaitSeq(Math.max(...written.map((w) => w.seq)))
+        const written = yield* Effect.forEach(events, append).pipe(Effect.catchTag("LogUnavailable", (e) => Effect.fail(access.logDown(e))))
+        yield* projector.awaitSeq(Math.max(...written.flat().map((w) => w.seq)))
       })
 
+    /** The caller's stream; its owner is told when it was purged, anyone else that no such stream exists. */
     const owned = (caller: Caller, id: string) => {
       const row = reads.ofAccount(caller.account.id, id)
-      return row === undefined ? Effect.fail(streamNotFound(id)) : Effect.succeed(row)
+      if (row !== undefined) return Effect.succeed(row)
+      const tombstone = reads.tombstoneOf(caller.account.id, id)
+      return Effect.fail(tombstone === undefined ? streamNotFound(id) : streamDeleted(tombstone))
     }
 
     /** Its items not yet started are cancelled, one by one; a crash midway leaves the rest to `sweep`. */
@@ -159,6 +180,7 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
         if (Either.isLeft(decided)) return yield* Effect.fail(conflict(decided.left.message))
         yield* write(decided.right)
         const after = reads.ofAccount(caller.account.id, id)!
+        if (after.status === "archived") yield* retention.archived(id)
         if (after.status !== "open") yield* cancelItems(id)
         return detail(reads.ofAccount(caller.account.id, id)!)
       })

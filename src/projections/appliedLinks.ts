@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { batchSubject } from "../domain/batch/subjects.js"
+import { streamSubject } from "../domain/stream/events.js"
 import type { EventLogShape, LogMessage, LogUnavailable } from "../eventlog/EventLog.js"
 
 interface Applied {
@@ -8,7 +9,7 @@ interface Applied {
 }
 
 /**
- * What the projections applied on each batch subject since the last check, by chain link: a leader cut
+ * What the projections applied on each chained subject since the last check, by chain link: a leader cut
  * off from its cluster can hand a consumer a message the majority never stored, which the stream then
  * holds something else in place of. Two checks, neither on the log's path per event: a message whose
  * previous link is not the one applied before it on its subject (`suspect`), and, when asked
@@ -26,13 +27,12 @@ export const makeAppliedLinks = () => {
     touched.set(m.subject, { seq: m.seq, link: m.link })
   }
 
-  // A batch's subjects are purged only after its deletion is in the log.
+  // A batch's subjects are purged after its deletion is in the log, and its tombstone written after the
+  // purge; a stream has no deletion event, only its tombstone.
   const deleted = (log: EventLogShape, subject: string) => {
-    const batchId = subject.split(".")[1] ?? ""
-    return Effect.map(
-      Effect.all([log.lastSeqOf(batchSubject(batchId, "batch_deleted")), log.lastSeqOf(batchSubject(batchId, "batch_purged"))]),
-      ([d, p]) => d > 0 || p > 0,
-    )
+    const [root, id = ""] = subject.split(".", 2)
+    const marks = root === "stream" ? [streamSubject(id, "stream_purged")] : [batchSubject(id, "batch_deleted"), batchSubject(id, "batch_purged")]
+    return Effect.map(Effect.forEach(marks, (mark) => log.lastSeqOf(mark)), (seqs) => seqs.some((seq) => seq > 0))
   }
 
   /**

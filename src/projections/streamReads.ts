@@ -14,6 +14,15 @@ export interface StreamRow {
   readonly archived_at: number | null
 }
 
+/** What a purged stream leaves. Times are Unix milliseconds. */
+export interface StreamTombstone {
+  readonly id: string
+  readonly account_id: string
+  readonly created_at: number
+  readonly archived_at: number
+  readonly purged_at: number
+}
+
 export interface StreamCounts {
   readonly total: number
   readonly pending: number
@@ -45,6 +54,8 @@ const countsSql = `SELECT count(*) AS total,
 export const streamReads = (db: Database.Database) => {
   const s = {
     one: db.prepare<[string], StreamRow>(`SELECT * FROM streams WHERE id = ?`),
+    archived: db.prepare<[], StreamRow>(`SELECT * FROM streams WHERE status = 'archived'`),
+    tombstone: db.prepare<[string], StreamTombstone>(`SELECT * FROM stream_tombstones WHERE id = ?`),
     ofAccount: db.prepare<[string], StreamRow>(`SELECT * FROM streams WHERE account_id = ? ORDER BY seq DESC`),
     counts: db.prepare<[string], StreamCounts>(countsSql),
     unfinishedItems: db
@@ -68,6 +79,14 @@ export const streamReads = (db: Database.Database) => {
       return row !== undefined && row.account_id === accountId ? row : undefined
     },
     list: (accountId: string) => s.ofAccount.all(accountId),
+    one: (id: string) => s.one.get(id),
+    /** Archived streams not purged yet: each is purged once its retention has run. */
+    archived: () => s.archived.all(),
+    /** Another account's purged stream reads exactly like one that never existed. */
+    tombstoneOf: (accountId: string, id: string): StreamTombstone | undefined => {
+      const tombstone = s.tombstone.get(id)
+      return tombstone !== undefined && tombstone.account_id === accountId ? tombstone : undefined
+    },
     counts: (id: string) => s.counts.get(id)!,
     /** The items waiting to start: what cancelling the stream cancels (the running ones finish as they end). */
     unfinishedItems: (id: string) => s.unfinishedItems.all(id),

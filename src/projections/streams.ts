@@ -16,9 +16,16 @@ CREATE TABLE IF NOT EXISTS streams (
   archived_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS streams_by_account ON streams (account_id, seq);
+CREATE TABLE IF NOT EXISTS stream_tombstones (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  archived_at INTEGER NOT NULL,
+  purged_at INTEGER NOT NULL
+);
 `
 
-/** Streams as their events leave them; an archived one changes no more, and nothing reopens. */
+/** Streams as their events leave them; an archived one changes no more, and nothing reopens. A purged one leaves its tombstone. */
 export const streamsProjection = (db: Database.Database) => {
   const s = {
     created: db.prepare(
@@ -27,6 +34,8 @@ export const streamsProjection = (db: Database.Database) => {
     renamed: db.prepare(`UPDATE streams SET name = ?, updated_at = ? WHERE id = ? AND status <> 'archived'`),
     cancelled: db.prepare(`UPDATE streams SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ? AND status = 'open'`),
     archived: db.prepare(`UPDATE streams SET status = 'archived', archived_at = ?, updated_at = ? WHERE id = ? AND status <> 'archived'`),
+    purged: db.prepare(`DELETE FROM streams WHERE id = ?`),
+    tombstone: db.prepare(`INSERT OR IGNORE INTO stream_tombstones (id, account_id, created_at, archived_at, purged_at) VALUES (?, ?, ?, ?, ?)`),
   }
   return (event: StreamEvent, seq: number) => {
     switch (event.type) {
@@ -41,6 +50,10 @@ export const streamsProjection = (db: Database.Database) => {
         return
       case "stream_archived":
         s.archived.run(event.at, event.at, event.stream_id)
+        return
+      case "stream_purged":
+        s.purged.run(event.stream_id)
+        s.tombstone.run(event.stream_id, event.account_id, event.created_at, event.archived_at, event.at)
         return
     }
   }

@@ -25,13 +25,29 @@ export const StreamRenamed = Schema.Struct({ type: Schema.Literal("stream_rename
 export const StreamCancelled = Schema.Struct({ type: Schema.Literal("stream_cancelled"), ...Ids })
 /** Closed for good. */
 export const StreamArchived = Schema.Struct({ type: Schema.Literal("stream_archived"), ...Ids })
+/**
+ * The stream's tombstone: written once its history has been purged, the retention period after it was
+ * archived, and then the only event on `stream.<id>.>`. `at` is when it was purged; it holds no name.
+ * Guarded by an expected subject sequence of 0 but with no message id: a purge does not clear JetStream's
+ * de-duplication window, which would drop the tombstone written again after a crash.
+ */
+export const StreamPurged = Schema.Struct({
+  type: Schema.Literal("stream_purged"),
+  ...Ids,
+  created_at: Schema.Number,
+  archived_at: Schema.Number,
+  /** Each purged subject's last hash-chain link (its `Sluice-Sha256`), for whoever kept a copy of the history. */
+  chain_heads: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+})
 
-export const StreamEvent = Schema.Union(StreamCreated, StreamRenamed, StreamCancelled, StreamArchived)
+export const StreamEvent = Schema.Union(StreamCreated, StreamRenamed, StreamCancelled, StreamArchived, StreamPurged)
 export type StreamEvent = typeof StreamEvent.Type
 export type StreamEventType = StreamEvent["type"]
 
-/** Happen at most once per stream: the log guards each with an expected subject sequence of 0. */
+/** Happen at most once per stream: the log guards each with an expected subject sequence of 0 (and `stream_purged`, above). */
 export const onceOnlyStreamTypes: ReadonlySet<StreamEventType> = new Set(["stream_created", "stream_cancelled", "stream_archived"])
 
 /** The only place stream subjects are built: `stream.<stream_id>.<event type>`. */
 export const streamSubject = (streamId: string, type: StreamEventType) => `stream.${streamId}.${type}`
+/** One stream's whole history. */
+export const oneStream = (streamId: string) => `stream.${streamId}.>`
