@@ -1,8 +1,9 @@
 import type { BatchUsage } from "../src/domain/api/BatchObject.js"
 import type { BatchStatus } from "../src/domain/api/BatchStatus.js"
+import type { ResponseObject } from "../src/domain/api/ResponseObject.js"
 import { SseDecoder, type SseMessage } from "../src/sdk/sseDecoder.js"
 
-export type { BatchUsage }
+export type { BatchUsage, ResponseObject }
 
 /** An answer other than 2xx, with the message of Sluice's OpenAI-shaped error envelope. */
 export class ApiError extends Error {
@@ -60,6 +61,33 @@ export interface ResultLine {
   readonly status: string
   readonly response: unknown
   readonly error: { readonly code: string; readonly message: string } | null
+}
+
+/** `GET /v1/streams` lists these; the counters come with each stream's own `GET /v1/streams/{id}`. */
+export interface StreamSummary {
+  readonly id: string
+  readonly name: string
+  readonly window: string
+  readonly status: string
+  /** ISO-8601, as sference's clients expect a stream's times. */
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface StreamDetail extends StreamSummary {
+  readonly cancelled_at: string | null
+  readonly archived_at: string | null
+  readonly total_items: number
+  readonly pending_items: number
+  readonly running_items: number
+  readonly completed_items: number
+  readonly failed_items: number
+  readonly cancelled_items: number
+  readonly completion_ratio: number
+  readonly total_prompt_tokens: number
+  readonly total_completion_tokens: number
+  readonly total_tokens: number
+  readonly last_completion_at: string | null
 }
 
 /** The domain's FinalBatchStatuses, spelled again: importing that module would bundle effect's Schema into the page. */

@@ -1,6 +1,7 @@
-import { type Batch, type BatchUsage, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
-import { bar, h, show, tokens, usd, when } from "./dom.js"
+import { type Batch, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
+import { bar, h, show, usd, when } from "./dom.js"
 import { eta, Pace } from "./progress.js"
+import { tokenFacts } from "./usage.js"
 
 const RESULTS_PAGE = 20
 const settles = new Set(["row_completed", "row_failed", "row_cancelled"])
@@ -8,16 +9,6 @@ const settles = new Set(["row_completed", "row_failed", "row_cancelled"])
 interface Filter {
   readonly status: string
   readonly code: string
-}
-
-/** The batch's token totals: all of them, then input and output with the details the upstream gave. */
-const tokenFacts = (usage: BatchUsage) => {
-  const cached = usage.input_tokens_details.cached_tokens
-  const reasoning = usage.output_tokens_details.reasoning_tokens
-  return (
-    `${tokens(usage.total_tokens)} (${tokens(usage.input_tokens)} in${cached > 0 ? `, ${tokens(cached)} cached` : ""}; ` +
-    `${tokens(usage.output_tokens)} out${reasoning > 0 ? `, ${tokens(reasoning)} reasoning` : ""})`
-  )
 }
 
 /** One batch: its live progress from the events stream, cancel and delete, and its results, filtered and paged. */

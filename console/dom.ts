@@ -31,6 +31,9 @@ export const bar = (done: number, failed: number, total: number, big = false) =>
 
 export const when = (unixSeconds: number | null) => (unixSeconds === null ? "" : new Date(unixSeconds * 1000).toLocaleString())
 
+/** A stream's times are ISO-8601 strings, where batches' and responses' are Unix seconds. */
+export const whenIso = (iso: string | null) => (iso === null ? "" : new Date(iso).toLocaleString())
+
 export const usd = (n: number) => `$${n.toFixed(n < 0.01 && n > 0 ? 6 : 4)}`
 
 /** A count of tokens, grouped by thousands whatever the browser's language. */
