@@ -10,6 +10,10 @@ import { ModelCatalog } from "../config/ModelCatalog.js"
 import { type ValidChat, upstreamChatBody, validateChatRequest } from "../domain/chat/chatRequest.js"
 import { SseRelay } from "../domain/chat/SseRelay.js"
 import { readJsonBody } from "./body.js"
+import { echoOf } from "../domain/response/echo.js"
+import { flexAsk, tierFields } from "../domain/response/flexTier.js"
+import { flexChatAnswer, notStarted } from "./flexAnswer.js"
+import { FlexRequests } from "./flexRequests.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { RetryLater, badRequest, logUnavailable, notFound, tooManyRequests } from "./errors.js"
 
@@ -50,6 +54,18 @@ const usageOf = (bytes: Buffer): unknown => {
   }
 }
 
+/** A request that named a tier other than flex was served as the default one, and its answer says so. */
+const echoedTier = (bytes: Buffer, echo: boolean): Buffer => {
+  if (!echo) return bytes
+  try {
+    const body = JSON.parse(bytes.toString("utf8")) as unknown
+    if (typeof body !== "object" || body === null || Array.isArray(body)) return bytes
+    return Buffer.from(JSON.stringify({ ...body, service_tier: "default" }))
+  } catch {
+    return bytes
+  }
+}
+
 /** `POST /v1/chat/completions`: a caller's request passed to its model's upstream, in one of the account's slots. */
 export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/ChatCompletions", {
   effect: Effect.gen(function* () {
@@ -58,6 +74,7 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
     const interactive = yield* InteractiveLoad
     const accounting = yield* InteractiveAccounting
     const health = yield* LogHealth
+    const flex = yield* FlexRequests
     // An answer's cost counts toward the account's daily quota, which only the log can record.
     const reachable = Effect.suspend(() => {
       const why = health.unavailable()
@@ -85,9 +102,9 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
       })
     }
 
-    const whole = (caller: Caller, model: ModelEntry, answer: UpstreamAnswer) =>
+    const whole = (caller: Caller, model: ModelEntry, answer: UpstreamAnswer, askedTier: boolean) =>
       Effect.gen(function* () {
-        const bytes = yield* readAll(answer.body)
+        const bytes = echoedTier(yield* readAll(answer.body), askedTier && answer.status >= 200 && answer.status < 300)
         if (answer.status >= 200 && answer.status < 300) yield* record(caller, model, usageOf(bytes))
         return HttpServerResponse.uint8Array(bytes, {
           status: answer.status,
@@ -122,11 +139,20 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
           load.observe(model, answer.status)
           const eventStream = String(answer.headers["content-type"] ?? "").startsWith("text/event-stream")
           if (chat.stream && answer.status === 200 && eventStream) return streamed(caller, chat, model, answer, end)
-          return yield* whole(caller, model, answer).pipe(Effect.ensuring(Effect.sync(end)))
+          return yield* whole(caller, model, answer, typeof chat.body["service_tier"] === "string").pipe(Effect.ensuring(Effect.sync(end)))
         }).pipe(
           Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(end))),
           Effect.catchTag("UpstreamFailed", (failed) => Effect.succeed(upstreamError(failed))),
         )
+      })
+
+    const flexComplete = (caller: Caller, chat: ValidChat, maxWaitMs: number) =>
+      Effect.gen(function* () {
+        const body: Record<string, unknown> = {}
+        for (const [key, value] of Object.entries(chat.body)) if (!tierFields.includes(key)) body[key] = value
+        const ended = yield* flex.run(caller, { model: chat.model, chat: body, echo: echoOf({}) }, "/v1/chat/completions", maxWaitMs)
+        if (ended._tag === "NotStarted") return yield* Effect.fail(notStarted(chat.model, maxWaitMs))
+        return flexChatAnswer(ended.stored)
       })
 
     const complete = (caller: Caller) =>
@@ -141,6 +167,10 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
             rejected._tag === "ModelNotFound" ? notFound(rejected.message, "model_not_found") : badRequest(rejected.message, rejected.param),
           )
         }
+        const tier = flexAsk(input)
+        if (tier._tag === "Refused") return yield* Effect.fail(badRequest(tier.message, tier.param))
+        // Flex runs on batch slots, which only accounts with batch access may use; others are served at once.
+        if (tier._tag === "Flex" && caller.account.tier === "internal") return yield* flexComplete(caller, valid.right, tier.maxWaitMs)
         return yield* proxy(caller, valid.right, catalog.get(valid.right.model)!)
       })
 

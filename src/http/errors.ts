@@ -13,6 +13,7 @@ export class Conflict extends Schema.Class<Conflict>("Conflict")(envelope, HttpA
 export class Unprocessable extends Schema.Class<Unprocessable>("Unprocessable")(envelope, HttpApiSchema.annotations({ status: 422 })) {}
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(envelope, HttpApiSchema.annotations({ status: 413 })) {}
 export class TooManyRequests extends Schema.Class<TooManyRequests>("TooManyRequests")(envelope, HttpApiSchema.annotations({ status: 429 })) {}
+export class RequestTimeout extends Schema.Class<RequestTimeout>("RequestTimeout")(envelope, HttpApiSchema.annotations({ status: 408 })) {}
 export class Unavailable extends Schema.Class<Unavailable>("Unavailable")(envelope, HttpApiSchema.annotations({ status: 503 })) {}
 
 const detail = (message: string, type: string, param: string | null = null, code: string | null = null) => ({
@@ -34,10 +35,22 @@ export const tooManyRequests = (message: string, code = "rate_limit_exceeded") =
 /** OpenAI's own answer when an account has no quota left. */
 export const quotaExhausted = (message: string) =>
   new TooManyRequests(detail(message, "insufficient_quota", null, "insufficient_quota"))
+/** sference's answer to a flex request that could not start in time; OpenAI's clients retry a 408 themselves. */
+export const flexTimedOut = (message: string) => new RequestTimeout(detail(message, "server_error", null, "flex_queue_timeout"))
 export const unavailable = (message: string) => new Unavailable(detail(message, "server_error", null, "service_unavailable"))
 
 /** An error answered as its envelope, with the status annotated on its class. */
-export type Answered = BadRequest | Unauthorized | Forbidden | NotFound | Conflict | Unprocessable | PayloadTooLarge | TooManyRequests | Unavailable
+export type Answered =
+  | BadRequest
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | Conflict
+  | Unprocessable
+  | PayloadTooLarge
+  | TooManyRequests
+  | RequestTimeout
+  | Unavailable
 
 /** An error answered with `Retry-After`: the seconds after which the call may pass (never less than 1). */
 export class RetryLater {

@@ -122,7 +122,7 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
           .pipe(Effect.mapError(access.logDown))
         yield* projector.awaitSeq(seq)
         yield* Effect.forkDaemon(dispatcher.enqueueBatch(id, createdAt))
-        return responseObjectOf(reads.ofAccount(caller.account.id, id)!)
+        return responseObjectOf(reads.one(id)!)
       })
 
     const get = (caller: Caller, id: string) =>
@@ -148,6 +148,14 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
         return responseObjectOf(yield* owned(caller, id))
       })
 
+    /** A cancel no caller asked for (a flex request's client went away): final responses are left as they are. */
+    const cancelQuietly = (id: string) =>
+      Effect.flatMap(writer.now, (at) => writer.execute(id, { type: "Cancel", at })).pipe(
+        Effect.tap(() => Effect.sync(() => dispatcher.dropBatch(id))),
+        Effect.asVoid,
+        Effect.catchAll((e) => Effect.logWarning(`response ${id} could not be cancelled: ${e._tag}`)),
+      )
+
     /** Newest first; `after` is the id of the previous page's last response. */
     const list = (caller: Caller, limit: number, after: string | undefined, streamId: string | undefined) =>
       Effect.gen(function* () {
@@ -165,6 +173,6 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
         }
       })
 
-    return { queue, get, cancel, list, windowMs: settings.completionWindowMs } as const
+    return { queue, get, cancel, cancelQuietly, list, windowMs: settings.completionWindowMs, reads } as const
   }),
 }) {}

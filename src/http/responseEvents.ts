@@ -9,6 +9,8 @@ import { Metrics } from "../metrics/Metrics.js"
 import { completionReads, type FeedPage } from "../projections/completionReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
+import { streamReads } from "../projections/streamReads.js"
+import { streamNotFound } from "./streams.js"
 import type { Caller } from "./auth.js"
 import { logUnavailable } from "./errors.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
@@ -27,6 +29,7 @@ const listOf = (page: FeedPage): CompletionEventList => ({ object: "list", data:
 export class ResponseEvents extends Effect.Service<ResponseEvents>()("Http/ResponseEvents", {
   effect: Effect.gen(function* () {
     const reads = completionReads(yield* ReadModel)
+    const streams = streamReads(yield* ReadModel)
     const projector = yield* Projector
     const clock = yield* ActorClock
     const closing = yield* EventStreamsClosing
@@ -73,6 +76,9 @@ export class ResponseEvents extends Effect.Service<ResponseEvents>()("Http/Respo
       Effect.gen(function* () {
         yield* reachable
         const query = yield* parseFeedQuery(params)
+        if (query.streamId !== null && streams.ofAccount(caller.account.id, query.streamId) === undefined) {
+          return yield* Effect.fail(streamNotFound(query.streamId))
+        }
         const read = () => reads.page(caller.account.id, query.streamId, query.from, query.limit)
         // Nothing arrives before a cursor: only a page forward, or the newest, waits.
         if (query.waitMs === 0 || query.from.kind === "before") return listOf(read())

@@ -9,7 +9,10 @@ import { readJsonBody } from "./body.js"
 import { ChatCompletions } from "./chatCompletions.js"
 import { badRequest, conflict, notFound } from "./errors.js"
 import { requireBatchAccess } from "./auth.js"
-import { QueuedResponses } from "./queuedResponses.js"
+import { QueuedResponses, responseObjectOf } from "./queuedResponses.js"
+import { FlexRequests } from "./flexRequests.js"
+import { notStarted } from "./flexAnswer.js"
+import { flexAsk } from "../domain/response/flexTier.js"
 import { Streams, streamNotFound } from "./streams.js"
 import { joinRefusal } from "../domain/stream/decide.js"
 import { type StreamWindow, windowMs } from "../domain/stream/events.js"
@@ -34,6 +37,7 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
     const chat = yield* ChatCompletions
     const clock = yield* ActorClock
     const queued = yield* QueuedResponses
+    const flex = yield* FlexRequests
     const streams = yield* Streams
     const seconds = Effect.map(clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
 
@@ -70,11 +74,18 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
           )
         }
         const request = valid.right
+        const tier = flexAsk(input)
+        if (tier._tag === "Refused") return yield* Effect.fail(badRequest(tier.message, tier.param))
         const streamId = request.echo.metadata["stream_id"]
         if (streamId !== undefined) return yield* inStream(caller, request, streamId, (input as Record<string, unknown>)["background"] === true)
         if ((input as Record<string, unknown>)["background"] === true) {
           yield* requireBatchAccess(caller)
           return yield* queued.queue(caller, request, { ...queuedDefaults, background: true, windowMs: queued.windowMs })
+        }
+        if (tier._tag === "Flex" && caller.account.tier === "internal") {
+          const ended = yield* flex.run(caller, request, "/v1/responses", tier.maxWaitMs)
+          if (ended._tag === "NotStarted") return yield* Effect.fail(notStarted(request.model, tier.maxWaitMs))
+          return responseObjectOf(ended.stored)
         }
         const model = catalog.get(request.model)!
         const reply: UpstreamReply = yield* chat.answer(caller, model, JSON.stringify({ ...request.chat, model: model.upstreamModel })).pipe(

@@ -20,6 +20,7 @@ import { ResponseEventsLive } from "./responseEventsHandlers.js"
 import { QueuedResponses } from "./queuedResponses.js"
 import { StoredResponsesLive } from "./storedResponsesHandlers.js"
 import { Streams } from "./streams.js"
+import { FlexRequests } from "./flexRequests.js"
 import { StreamsLive } from "./streamsHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
@@ -75,11 +76,14 @@ const BatchServices = Layer.mergeAll(BatchCommands.Default, BatchQueries.Default
   Layer.provide(BatchAccess.Default),
 )
 
-/** The interactive path chat completions and responses share: the account's slots, the models' load, the quota. */
-const Interactive = ChatCompletions.Default.pipe(Layer.provide(InteractiveAccounting.fromAdmission))
-
 /** Responses that wait for a batch slot, and the streams that hold some of them: run as one-row batches. */
 const Queued = Layer.mergeAll(QueuedResponses.Default, Streams.Default).pipe(Layer.provide(BatchAccess.Default))
+
+/** Flex requests: answered synchronously, run as queued responses. */
+const Flex = FlexRequests.Default.pipe(Layer.provide(Queued))
+
+/** The interactive path chat completions and responses share: the account's slots, the models' load, the quota. */
+const Interactive = ChatCompletions.Default.pipe(Layer.provide(InteractiveAccounting.fromAdmission), Layer.provide(Flex))
 
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive.pipe(Layer.provide(BatchServices))),
@@ -89,7 +93,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(ModelsLive.pipe(Layer.provide(ModelList.Default))),
   Layer.provide(OperationsLive.pipe(Layer.provide(Probes.Default))),
   Layer.provide(ChatLive.pipe(Layer.provide(Interactive))),
-  Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive), Layer.provide(Queued))),
+  Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive), Layer.provide(Queued), Layer.provide(Flex))),
   Layer.provide(StoredResponsesLive.pipe(Layer.provide(Queued))),
   Layer.provide(StreamsLive.pipe(Layer.provide(Queued))),
   Layer.provide(ResponseEventsLive.pipe(Layer.provide(ResponseEvents.Default))),

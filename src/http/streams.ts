@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto"
 import { BatchWriter } from "../actors/BatchWriter.js"
 import { StreamRetention } from "../actors/StreamRetention.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
+import { formatCompletionId } from "../domain/completion/feedPosition.js"
 import { isObject } from "../domain/json.js"
 import { decidePatch, type StreamPatch } from "../domain/stream/decide.js"
 import { type StreamEvent, StreamWindow, onceOnlyStreamTypes, streamSubject } from "../domain/stream/events.js"
@@ -60,6 +61,7 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
 
     const detail = (row: StreamRow) => {
       const n = reads.counts(row.id)
+      const latest = reads.latestCompletion(row.id)
       const settled = n.completed + n.failed + n.cancelled
       return {
         ...summary(row),
@@ -76,7 +78,7 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
         total_completion_tokens: n.output_tokens,
         total_tokens: n.total_tokens,
         last_completion_at: n.last_completed_at === null ? null : iso(n.last_completed_at * 1000),
-        latest_completion_id: null,
+        latest_completion_id: latest === undefined ? null : formatCompletionId(latest),
       }
     }
 

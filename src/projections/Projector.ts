@@ -117,7 +117,7 @@ export const makeApplier = (
     if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
       batches.applyRow(event, batch, effect)
       if (effect !== "running" && effect !== "queued") settled?.(event.batch_id, event.row, event.at)
-      const feed = kind === "batch" ? completions.rowSettled(event, effect, at) : undefined
+      const feed = completions.rowSettled(event, effect, at, kind === "response")
       if (feed !== undefined) completed?.(feed)
       if (event.type === "row_completed") {
         const charged = usage.apply(event)

@@ -43,13 +43,21 @@ export const completionsProjection = (db: Database.Database) => {
        WHERE b.id = @batch_id
        RETURNING account_id`,
     ),
+    // A response's: in its stream's feed, or outside streams if it ran in the background; a flex request's is its caller's answer alone.
+    responseRow: db.prepare(
+      `INSERT OR IGNORE INTO completion_events
+         (seq, idx, account_id, stream_id, batch_id, row_index, response_id, custom_id, status, error, prompt_tokens, completion_tokens, total_tokens, completed_at)
+       SELECT @seq, @idx, q.account_id, q.stream_id, q.id, 0, q.id, q.custom_id, @status, @error, @prompt, @completion, @total, @at
+       FROM responses q WHERE q.id = @batch_id AND (q.stream_id IS NOT NULL OR q.background = 1)
+       RETURNING account_id`,
+    ),
     forget: db.prepare(`DELETE FROM completion_events WHERE batch_id = ?`),
   }
   /** A row event that changed its row by `effect`: its completion event, if it settled the row; answers whose feed it joined. */
-  const rowSettled = (event: RowEvent, effect: RowEffect, at: FeedPosition): string | undefined => {
+  const rowSettled = (event: RowEvent, effect: RowEffect, at: FeedPosition, ofResponse = false): string | undefined => {
     const completion = completionOf(event, effect)
     if (completion === undefined) return undefined
-    const inserted = s.batchRow.get({
+    const inserted = (ofResponse ? s.responseRow : s.batchRow).get({
       seq: at.seq,
       idx: at.idx,
       batch_id: event.batch_id,

@@ -33,9 +33,9 @@ const columns = `r.*, b.status AS batch_status, b.error AS batch_error, b.create
 export const responseReads = (db: Database.Database) => {
   const s = {
     one: db.prepare<[string], StoredResponse>(`SELECT ${columns} WHERE r.id = ?`),
-    firstPage: db.prepare<[string, number], StoredResponse>(`SELECT ${columns} WHERE r.account_id = ? ORDER BY r.seq DESC LIMIT ?`),
+    firstPage: db.prepare<[string, number], StoredResponse>(`SELECT ${columns} WHERE r.account_id = ? AND r.endpoint = '/v1/responses' ORDER BY r.seq DESC LIMIT ?`),
     nextPage: db.prepare<[string, number, number], StoredResponse>(
-      `SELECT ${columns} WHERE r.account_id = ? AND r.seq < ? ORDER BY r.seq DESC LIMIT ?`,
+      `SELECT ${columns} WHERE r.account_id = ? AND r.endpoint = '/v1/responses' AND r.seq < ? ORDER BY r.seq DESC LIMIT ?`,
     ),
     streamFirstPage: db.prepare<[string, string, number], StoredResponse>(
       `SELECT ${columns} WHERE r.account_id = ? AND r.stream_id = ? ORDER BY r.seq DESC LIMIT ?`,
@@ -45,11 +45,16 @@ export const responseReads = (db: Database.Database) => {
     ),
   }
   return {
-    /** Another account's response reads exactly like one that does not exist. */
+    /**
+     * Another account's response reads exactly like one that does not exist, and so does a flex chat
+     * completion: it was answered as a chat completion, and is no response of the caller's.
+     */
     ofAccount: (accountId: string, id: string): StoredResponse | undefined => {
       const row = s.one.get(id)
-      return row !== undefined && row.account_id === accountId ? row : undefined
+      return row !== undefined && row.account_id === accountId && row.endpoint === "/v1/responses" ? row : undefined
     },
+    /** Any queued request, flex chat completions included: for the call that waits on it. */
+    one: (id: string): StoredResponse | undefined => s.one.get(id),
     /** Newest first, `limit + 1` rows (the extra one says there are more); `afterSeq` is the previous page's last. */
     page: (accountId: string, limit: number, afterSeq: number | undefined, streamId: string | undefined): Array<StoredResponse> =>
       streamId === undefined

@@ -58,6 +58,9 @@ export const streamReads = (db: Database.Database) => {
     tombstone: db.prepare<[string], StreamTombstone>(`SELECT * FROM stream_tombstones WHERE id = ?`),
     ofAccount: db.prepare<[string], StreamRow>(`SELECT * FROM streams WHERE account_id = ? ORDER BY seq DESC`),
     counts: db.prepare<[string], StreamCounts>(countsSql),
+    latest: db.prepare<[string], { seq: number; idx: number }>(
+      `SELECT seq, idx FROM completion_events WHERE stream_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`,
+    ),
     unfinishedItems: db
       .prepare<[string], string>(
         `SELECT r.id FROM responses r JOIN batches b ON b.id = r.id JOIN results x ON x.batch_id = r.id AND x.idx = 0
@@ -88,6 +91,8 @@ export const streamReads = (db: Database.Database) => {
       return tombstone !== undefined && tombstone.account_id === accountId ? tombstone : undefined
     },
     counts: (id: string) => s.counts.get(id)!,
+    /** The stream's newest completion event's place in the feed, if it has one. */
+    latestCompletion: (id: string) => s.latest.get(id),
     /** The items waiting to start: what cancelling the stream cancels (the running ones finish as they end). */
     unfinishedItems: (id: string) => s.unfinishedItems.all(id),
     /** Cancelled or archived streams that still have items to cancel (a cancel cut short by a crash). */

@@ -1,11 +1,10 @@
-import { createServer, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client } from "../support/client.js"
 import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
 import { type NatsServer, startNatsServer } from "../support/natsServer.js"
 import { BOOTSTRAP_KEY } from "../support/sluice.js"
+import { startGatedUpstream } from "../support/gatedUpstream.js"
 import { waitFor } from "../support/waitFor.js"
 
 /*
@@ -16,52 +15,6 @@ import { waitFor } from "../support/waitFor.js"
  */
 
 const MODEL = "gated"
-
-const startGatedUpstream = async () => {
-  const arrived: Array<string> = []
-  const held = new Map<string, ServerResponse>()
-  const answer = (res: ServerResponse, text: string) =>
-    res.writeHead(200, { "content-type": "application/json" }).end(
-      JSON.stringify({
-        id: "chatcmpl-1",
-        object: "chat.completion",
-        created: 1,
-        model: "gated-upstream",
-        choices: [{ index: 0, message: { role: "assistant", content: `echo: ${text}` }, finish_reason: "stop" }],
-        usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
-      }),
-    )
-  const server = createServer((req, res) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      // The model's load probes (GET /metrics) get nothing to read.
-      if (req.method !== "POST") return void res.writeHead(404).end()
-      const body = JSON.parse(Buffer.concat(chunks).toString())
-      const text = String(body.messages[body.messages.length - 1].content)
-      arrived.push(text)
-      if (text.startsWith("hold")) held.set(text, res)
-      else answer(res, text)
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    arrived,
-    isHeld: (text: string) => held.has(text),
-    release: (text: string) => {
-      const res = held.get(text)
-      held.delete(text)
-      if (res !== undefined) answer(res, text)
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const [text, res] of held) answer(res, text)
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
-}
 
 describe.each([
   { log: "the embedded log", nats: false },
@@ -122,6 +75,9 @@ describe.each([
     expect((await api("GET", `/v1/batches/${created.id}`)).status).toBe(404)
     const listed = await api("GET", "/v1/responses?limit=100")
     expect(listed.body.data.map((r: { id: string }) => r.id)).toContain(created.id)
+    // Its completion is in the feed outside streams, named by its response id.
+    const feed = await api("GET", "/v1/responses/events?limit=100")
+    expect(feed.body.data.find((e: { response_id: string | null }) => e.response_id === created.id)).toMatchObject({ status: "completed", total_tokens: 8 })
   })
 
   it("another account's response and stream read as ones that do not exist", async () => {
@@ -190,6 +146,15 @@ describe.each([
     const listed = await api("GET", `/v1/responses?stream_id=${made.body.id}`)
     expect(listed.body.data.map((r: { id: string }) => r.id).sort()).toEqual(items.map((i) => i.body.id).sort())
     expect((await api("GET", "/v1/streams")).body.items.map((s: { id: string }) => s.id)).toContain(made.body.id)
+
+    // The stream's completion events: one per item, with its response id and custom_id; its detail names the newest.
+    const feed = await api("GET", `/v1/responses/events?stream_id=${made.body.id}&limit=100`)
+    expect(feed.status).toBe(200)
+    expect(feed.body.data.map((e: { response_id: string }) => e.response_id).sort()).toEqual(items.map((i) => i.body.id).sort())
+    expect(feed.body.data.map((e: { custom_id: string }) => e.custom_id).sort()).toEqual(["item-0", "item-1", "item-2"])
+    expect(feed.body.data.every((e: { status: string }) => e.status === "completed")).toBe(true)
+    expect(detail.latest_completion_id).toBe(feed.body.data[0].completion_id)
+    expect((await api("GET", "/v1/responses/events?stream_id=stream_nope")).status).toBe(404)
 
     const renamed = await api("PATCH", `/v1/streams/${made.body.id}`, { name: "agent run 2" })
     expect(renamed.body).toMatchObject({ name: "agent run 2", status: "open" })

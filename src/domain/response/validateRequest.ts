@@ -19,7 +19,7 @@ export interface ValidResponseRequest {
 export const ServiceTiers = ["auto", "default", "flex", "scale", "priority"] as const
 
 /** Fields the Response object answers for, which mean nothing to the model's upstream. */
-const ownFields: ReadonlyArray<string> = ["metadata", "service_tier"]
+const ownFields: ReadonlyArray<string> = ["metadata", "service_tier", "max_queue_wait_s"]
 
 const invalid = (message: string, param: string | null) => Either.left<ChatRejected>({ _tag: "Invalid", message, param })
 
