@@ -24,7 +24,18 @@ import { ResponseEventsGroup } from "./responseEventsApi.js"
 import { StoredResponsesGroup } from "./storedResponsesApi.js"
 import { StreamsGroup } from "./streamsApi.js"
 import { bodyDefinitions, documentedBody } from "./documentedBody.js"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable, Unprocessable } from "./errors.js"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  NotFound,
+  PayloadTooLarge,
+  RequestTimeout,
+  TooManyRequests,
+  Unauthorized,
+  Unavailable,
+  Unprocessable,
+} from "./errors.js"
 
 const BatchPath = Schema.Struct({ batch_id: Schema.String })
 /** Query values stay strings here: the handlers answer a bad one with the API's own 400 envelope. */
@@ -283,6 +294,12 @@ export const ChatCompletionRequest = Schema.Struct(
     messages: Schema.NonEmptyArray(ChatMessage),
     stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
     stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))),
+    service_tier: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+      description:
+        "`flex` waits for one of the model's batch slots, in the account's turn with its batches, and answers `service_tier: \"flex\"`; " +
+        "one that cannot start within `max_queue_wait_s` answers 408 with Retry-After. Other tiers are served at once and answered `default`",
+    }),
+    max_queue_wait_s: Schema.optional(Schema.NullOr(Schema.Int)).annotations({ description: "flex only: 5–300 s, default 60" }),
   },
   Schema.Record({ key: Schema.String, value: Schema.Unknown }),
 )
@@ -312,6 +329,7 @@ export const ChatGroup = HttpApiGroup.make("chat")
       .addError(NotFound)
       .addError(PayloadTooLarge)
       .addError(TooManyRequests)
+      .addError(RequestTimeout)
       .addError(Unavailable)
       .annotateContext(documentedBody(ChatCompletionRequest)),
   )
@@ -339,8 +357,11 @@ const ResponseCreateRequest = Schema.Struct(
     }),
     stream: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({ description: "true is refused with 400: a response is answered whole" }),
     service_tier: Schema.optional(Schema.NullOr(Schema.Literal(...ServiceTiers))).annotations({
-      description: "Every tier is served as the default one, and answered as `default`",
+      description:
+        "`flex` (not with background) waits for one of the model's batch slots and answers `service_tier: \"flex\"`, or 408 with " +
+        "Retry-After when it cannot start within `max_queue_wait_s`; other tiers are served at once and answered `default`",
     }),
+    max_queue_wait_s: Schema.optional(Schema.NullOr(Schema.Int)).annotations({ description: "flex only: 5–300 s, default 60" }),
   },
   Schema.Record({ key: Schema.String, value: Schema.Unknown }),
 ).annotations({ identifier: "ResponseCreateRequest" })
@@ -354,6 +375,7 @@ export const ResponsesGroup = HttpApiGroup.make("responses").add(
     .addError(NotFound)
     .addError(PayloadTooLarge)
     .addError(TooManyRequests)
+    .addError(RequestTimeout)
     .addError(Unavailable)
     .annotateContext(documentedBody(ResponseCreateRequest))
     .annotateContext(
@@ -362,7 +384,8 @@ export const ResponsesGroup = HttpApiGroup.make("responses").add(
           "Converted to a chat completion and checked exactly as a Responses-shaped batch row is, then passed to the model's " +
           "upstream in one of the account's slots, as `POST /v1/chat/completions` is; answers when the upstream has. The " +
           "Response is `completed`, `incomplete` (stopped on its token limit or a content filter) or `failed` (the upstream " +
-          "answered an error or nothing), always with status 200.",
+          "answered an error or nothing), always with status 200. With `background: true`, or `metadata.stream_id` naming an " +
+          "open stream, it is queued for a batch slot and answered at once `in_progress` (`GET /v1/responses/{id}` reads it).",
       }),
     ),
 )
