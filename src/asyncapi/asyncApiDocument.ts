@@ -1,12 +1,13 @@
 import { JSONSchema, type Schema, SchemaAST } from "effect"
 import { AccountEvent, accountSubject } from "../domain/account/events.js"
 import { BatchEvent, rowEventTypes } from "../domain/batch/events.js"
-import { batchSubject } from "../domain/batch/subjects.js"
+import { batchSubject, laneSubject, laneToken, RESPONSE_ID_PREFIX } from "../domain/batch/subjects.js"
 import { LaneWindow } from "../domain/batch/laneWindow.js"
 import { IdempotencyEvent } from "../domain/idempotency/events.js"
 import { idempotencySubject } from "../domain/idempotency/subjects.js"
 import { documentedHeaders } from "../eventlog/headers.js"
 import { WebhookEvent, webhookSubject } from "../domain/webhook/events.js"
+import { StreamEvent, streamSubject } from "../domain/stream/events.js"
 
 /** One kind of stored message: its payload Schema and the subject it is published on. */
 interface MessageKind {
@@ -22,6 +23,12 @@ const BATCH_ID = "{batch_id}"
 const LANE = "{lane}"
 const ACCOUNT_ID = "{account_id}"
 const batchParameters = { batch_id: "The batch's id, `batch_…`" }
+const RESPONSE_ID = "{response_id}"
+const responseParameters = {
+  response_id: "The response's id, `resp_…`: a queued response (background, a stream's item, flex) runs as a one-row batch",
+}
+const STREAM_ID = "{stream_id}"
+const streamParameters = { stream_id: "The stream's id, `stream_…`" }
 const accountParameters = { account_id: "The account's id" }
 const DIGEST = "{digest}"
 const idempotencyParameters = { digest: "The hex SHA-256 of the account id and the Idempotency-Key" }
@@ -40,20 +47,39 @@ const typeOf = (schema: Schema.Schema.Any): string => {
   return field.type.literal
 }
 
-/** Every message the code can publish, read from the event unions themselves. */
-export const messageKinds = (): ReadonlyArray<MessageKind> => [
-  // Row events are published only inside lane windows (a log from before them has each on its own subject).
+const SAMPLE_MODEL = "m"
+/** A subject the code builds for a sample id and model, with the id and the lane as channel parameters. */
+const templated = (subject: string, sampleId: string, placeholder: string) =>
+  subject.replace(`.${sampleId}.`, `.${placeholder}.`).replace(`.lane.${laneToken(SAMPLE_MODEL)}`, `.lane.${LANE}`)
+
+/**
+ * A batch-shaped aggregate's kinds: every batch event but the row events, which are published only
+ * inside lane windows (a log from before them has each on its own subject), and the lane window.
+ */
+const batchShapedKinds = (sampleId: string, placeholder: string, parameters: Record<string, string>, channelPrefix: string): ReadonlyArray<MessageKind> => [
   ...BatchEvent.members.flatMap((schema): ReadonlyArray<MessageKind> => {
     const type = typeOf(schema) as BatchEvent["type"]
-    return rowEventTypes.has(type) ? [] : [{ type, schema, address: batchSubject(BATCH_ID, type), parameters: batchParameters, channel: type }]
+    if (rowEventTypes.has(type)) return []
+    return [{ type, schema, address: templated(batchSubject(sampleId, type), sampleId, placeholder), parameters, channel: `${channelPrefix}${type}` }]
   }),
   {
     type: "lane_window",
     schema: LaneWindow,
-    address: `batch.${BATCH_ID}.lane.${LANE}`,
-    parameters: { ...batchParameters, lane: "The model id made subject-safe, with a short hash of it: one lane per model of the batch" },
-    channel: "lane_window",
+    address: templated(laneSubject(sampleId, SAMPLE_MODEL), sampleId, placeholder),
+    parameters: { ...parameters, lane: "The model id made subject-safe, with a short hash of it: one lane per model of the batch" },
+    channel: `${channelPrefix}lane_window`,
   },
+]
+
+/** Every message the code can publish, read from the event unions themselves. */
+export const messageKinds = (): ReadonlyArray<MessageKind> => [
+  ...batchShapedKinds("batch_0", BATCH_ID, batchParameters, ""),
+  // A response runs as a one-row batch: the same events and payloads, on its own subjects.
+  ...batchShapedKinds(`${RESPONSE_ID_PREFIX}0`, RESPONSE_ID, responseParameters, "response_"),
+  ...StreamEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema) as StreamEvent["type"]
+    return { type, schema, address: streamSubject(STREAM_ID, type), parameters: streamParameters, channel: type }
+  }),
   ...AccountEvent.members.map((schema): MessageKind => {
     const type = typeOf(schema) as AccountEvent["type"]
     return { type, schema, address: accountSubject(ACCOUNT_ID, type), parameters: accountParameters, channel: type }
@@ -133,11 +159,14 @@ export const asyncApiDocument = (version: string): Json => {
       title: "Sluice event log",
       version,
       description:
-        "Every change to a batch, an account, an idempotency key or a webhook is an event stored on its own subject of the JetStream stream `SLUICE` " +
+        "Every change to a batch, a response, a stream, an account, an idempotency key or a webhook is an event stored on its own subject of the JetStream stream `SLUICE` " +
         "(or the embedded log's table, with the same subjects and headers). `batch.>` takes every batch event, " +
         "`batch.<batch_id>.>` one batch's whole history, `batch.*.<event_type>` one type across all batches. " +
         "Row events (`row_started`, `row_retrying`, `row_completed`, `row_failed`, `row_cancelled`) are carried in lane windows, " +
         "one message holding many of a model's row events of a batch, on `batch.<batch_id>.lane.<lane>`: `batch.*.lane.*` takes every row event. " +
+        "A queued response (background, a stream's item, flex) runs as a batch of one row with the same events, on `response.<response_id>.<event_type>` " +
+        "and `response.<response_id>.lane.<lane>` (`response.>` takes them all); its `batch_created` carries `response`. " +
+        "A stream's own events are on `stream.<stream_id>.<event_type>`; its items are responses naming it. " +
         "Times are Unix milliseconds. Events are never renamed and lose no field; new types and optional fields may be added.",
     },
     defaultContentType: "application/json",

@@ -2,7 +2,8 @@ import { HASH_HEADER, isChained, linkHash, PREV_HASH_HEADER } from "../eventlog/
 import type { LogMessage } from "../eventlog/EventLog.js"
 
 export interface ChainProblem {
-  readonly batchId: string
+  /** Whose subject it is: `batch <id>`, `response <id>` or `stream <id>`. */
+  readonly aggregate: string
   readonly subject: string
   readonly seq: number
   readonly what: string
@@ -13,12 +14,12 @@ interface SubjectChain {
   lastSeq: number
 }
 
-const batchOf = (subject: string) => subject.split(".", 2)[1] ?? ""
+const aggregateOf = (subject: string) => subject.split(".", 2).join(" ")
 
 /**
- * Walks every message of the batch subjects in log order and checks each subject's hash chain: each
- * message's data must match its link, and its previous link must be the link of the message before it
- * on its subject. An altered message fails the first check; a removed or inserted one the second, at
+ * Walks every message of the chained subjects (batches', responses' and streams') in log order and
+ * checks each subject's hash chain: each message's data must match its link, and its previous link must
+ * be the link of the message before it on its subject. An altered message fails the first check; a removed or inserted one the second, at
  * the message after it. Messages from before chains existed (no link) may only open a subject.
  */
 export const makeChainCheck = () => {
@@ -30,7 +31,7 @@ export const makeChainCheck = () => {
     if (!isChained(m.subject)) return
     const chain = chains.get(m.subject) ?? { lastLink: undefined, lastSeq: 0 }
     chains.set(m.subject, chain)
-    const problem = (what: string) => problems.push({ batchId: batchOf(m.subject), subject: m.subject, seq: m.seq, what })
+    const problem = (what: string) => problems.push({ aggregate: aggregateOf(m.subject), subject: m.subject, seq: m.seq, what })
     const link = m.headers?.[HASH_HEADER]
     if (link === undefined) {
       if (chain.lastLink !== undefined) problem(`has no chain link, after chained messages on its subject (seq ${chain.lastSeq} the last): inserted or stripped`)

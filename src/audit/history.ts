@@ -1,6 +1,7 @@
 import { Effect, Stream } from "effect"
 import { oneAccount } from "../domain/account/events.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
+import { oneStream } from "../domain/stream/events.js"
 import type { EventLogShape, LogMessage } from "../eventlog/EventLog.js"
 
 export interface HistoryEntry {
@@ -50,8 +51,11 @@ const collect = (log: EventLogShape, filter: string, bodies: boolean) =>
     (chunk) => [...chunk].flatMap(entries(bodies)),
   )
 
-/** Every event of one batch, in log order: a tombstone alone once it was deleted. */
+/** Every event of one batch (or response), in log order: a tombstone alone once it was deleted. */
 export const batchHistory = (log: EventLogShape, batchId: string, bodies: boolean) => collect(log, oneBatch(batchId), bodies)
+
+/** Every event of one stream, in log order: a tombstone alone once it was purged. */
+export const streamHistory = (log: EventLogShape, streamId: string) => collect(log, oneStream(streamId), false)
 
 /** Every event of one account and its keys. */
 export const accountHistory = (log: EventLogShape, accountId: string) =>
@@ -59,6 +63,6 @@ export const accountHistory = (log: EventLogShape, accountId: string) =>
 
 /** One line per event: seq, time, type, and what it says (its row and attempt for a row event). */
 export const historyLine = (e: HistoryEntry) => {
-  const { type: _, batch_id: __, account_id: ___, ...rest } = e.event
+  const { type: _, batch_id: __, account_id: ___, stream_id: ____, ...rest } = e.event
   return `${String(e.seq).padStart(8)}  ${new Date(e.time).toISOString()}  ${e.type.padEnd(18)}  ${JSON.stringify(rest)}`
 }

@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3"
+import { isResponseId } from "../domain/batch/subjects.js"
 import { canonical } from "../projections/rebuild.js"
 
 export interface ReadModelDifference {
-  /** The batch it concerns; undefined for the accounts' tables. */
-  readonly batchId: string | undefined
+  /** What it concerns: `batch <id>`, `response <id>` or `stream <id>`; undefined for the accounts' tables. */
+  readonly aggregate: string | undefined
   readonly what: string
 }
 
@@ -42,26 +43,31 @@ const diffRows = (
 
 const all = (db: Database.Database, sql: string, ...params: Array<unknown>) => db.prepare(sql).all(...params) as Array<Row>
 
-/** The live read model against one rebuilt from the log, batch by batch, then the accounts, keys and spending. */
+/**
+ * The live read model against one rebuilt from the log, batch by batch (a response is a one-row batch
+ * with its own row in `responses`), stream by stream, then the accounts, keys and spending.
+ */
 export const readModelDifferences = (live: Database.Database, rebuilt: Database.Database): Array<ReadModelDifference> => {
-  const ids = new Set<string>()
-  for (const db of [live, rebuilt]) {
-    for (const { id } of all(db, "SELECT id FROM batches UNION SELECT id FROM tombstones")) ids.add(String(id))
-  }
   const out: Array<ReadModelDifference> = []
-  for (const id of [...ids].sort()) {
-    const lines = [
-      ...diffRows(all(live, "SELECT * FROM batches WHERE id = ?", id), all(rebuilt, "SELECT * FROM batches WHERE id = ?", id), () => id, () => "batch"),
-      ...diffRows(
-        all(live, "SELECT * FROM results WHERE batch_id = ? ORDER BY idx", id),
-        all(rebuilt, "SELECT * FROM results WHERE batch_id = ? ORDER BY idx", id),
-        (r) => String(r.idx),
-        (k) => `result ${k}`,
-      ),
-      ...diffRows(all(live, "SELECT * FROM tombstones WHERE id = ?", id), all(rebuilt, "SELECT * FROM tombstones WHERE id = ?", id), () => id, () => "tombstone"),
-    ]
-    for (const what of lines) out.push({ batchId: id, what })
+  const compare = (idsSql: string, kindOf: (id: string) => string, parts: ReadonlyArray<readonly [sql: string, key: (r: Row) => string, name: (k: string) => string]>) => {
+    const ids = new Set<string>()
+    for (const db of [live, rebuilt]) for (const { id } of all(db, idsSql)) ids.add(String(id))
+    for (const id of [...ids].sort()) {
+      for (const [sql, key, name] of parts) {
+        for (const what of diffRows(all(live, sql, id), all(rebuilt, sql, id), key, name)) out.push({ aggregate: `${kindOf(id)} ${id}`, what })
+      }
+    }
   }
+  compare("SELECT id FROM batches UNION SELECT id FROM tombstones", (id) => (isResponseId(id) ? "response" : "batch"), [
+    ["SELECT * FROM batches WHERE id = ?", (r) => String(r.id), () => "batch"],
+    ["SELECT * FROM results WHERE batch_id = ? ORDER BY idx", (r) => String(r.idx), (k) => `result ${k}`],
+    ["SELECT * FROM tombstones WHERE id = ?", (r) => String(r.id), () => "tombstone"],
+    ["SELECT * FROM responses WHERE id = ?", (r) => String(r.id), () => "response"],
+  ])
+  compare("SELECT id FROM streams UNION SELECT id FROM stream_tombstones", () => "stream", [
+    ["SELECT * FROM streams WHERE id = ?", (r) => String(r.id), () => "stream"],
+    ["SELECT * FROM stream_tombstones WHERE id = ?", (r) => String(r.id), () => "tombstone"],
+  ])
   const tables: ReadonlyArray<readonly [table: string, key: (r: Row) => string]> = [
     ["accounts", (r) => String(r.id)],
     ["api_keys", (r) => String(r.id)],
@@ -69,7 +75,7 @@ export const readModelDifferences = (live: Database.Database, rebuilt: Database.
   ]
   for (const [table, key] of tables) {
     for (const what of diffRows(all(live, `SELECT * FROM ${table}`), all(rebuilt, `SELECT * FROM ${table}`), key, (k) => `${table} ${k}`)) {
-      out.push({ batchId: undefined, what })
+      out.push({ aggregate: undefined, what })
     }
   }
   return out

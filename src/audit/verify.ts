@@ -22,7 +22,7 @@ export interface Verification {
 
 /**
  * `sluice audit verify`: every subject's hash chain over the whole log, then every projection rebuilt
- * from it into a scratch read model and compared with the live one, batch by batch.
+ * from it into a scratch read model and compared with the live one, batch by batch (responses and streams too).
  */
 const withReadOnly = <A>(path: string, use: (db: ReturnType<typeof openReadOnly>) => A): A => {
   const db = openReadOnly(path)
@@ -82,17 +82,17 @@ export const verifyLog = (log: EventLogShape, livePath: string, scratchPath: str
     } satisfies Verification
   }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => removeReadModelFiles(scratchPath))))
 
-/** The report's lines, grouped by batch, and whether everything checked out. */
+/** The report's lines, grouped by batch, response or stream, and whether everything checked out. */
 export const verificationReport = (v: Verification): { readonly lines: ReadonlyArray<string>; readonly ok: boolean } => {
   const lines: Array<string> = []
   const perSecond = v.ms > 0 ? Math.round((v.messages * 1000) / v.ms) : v.messages
   lines.push(`messages  ${v.messages} checked, and ${v.rebuiltEvents} replayed, in ${v.ms.toFixed(0)} ms (${perSecond} events/s)`)
   lines.push(`chains    ${v.chains.subjects} subjects, ${v.chains.checked} links checked, ${v.chains.unchained} messages from before chains`)
-  const byBatch = new Map<string, Array<string>>()
-  const add = (batch: string, line: string) => byBatch.set(batch, [...(byBatch.get(batch) ?? []), line])
-  for (const p of v.chainProblems) add(p.batchId, `  seq ${p.seq} on ${p.subject} ${p.what}`)
-  for (const d of v.differences ?? []) add(d.batchId ?? "(accounts)", `  read model: ${d.what}`)
-  for (const [batch, found] of byBatch) lines.push(`batch ${batch}`, ...found)
+  const byAggregate = new Map<string, Array<string>>()
+  const add = (aggregate: string, line: string) => byAggregate.set(aggregate, [...(byAggregate.get(aggregate) ?? []), line])
+  for (const p of v.chainProblems) add(p.aggregate, `  seq ${p.seq} on ${p.subject} ${p.what}`)
+  for (const d of v.differences ?? []) add(d.aggregate ?? "(accounts)", `  read model: ${d.what}`)
+  for (const [aggregate, found] of byAggregate) lines.push(aggregate, ...found)
   if (v.notCompared !== undefined) lines.push(`read model not compared: ${v.notCompared}`)
   else lines.push(`read model compared ${v.comparedAt ?? ""}`)
   const ok = v.chainProblems.length === 0 && v.differences !== undefined && v.differences.length === 0

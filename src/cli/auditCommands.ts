@@ -1,9 +1,10 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { accountHistory, batchHistory, historyLine } from "../audit/history.js"
+import { accountHistory, batchHistory, historyLine, streamHistory } from "../audit/history.js"
 import { auditLog, auditTarget, type NoEventLog } from "../audit/auditLog.js"
 import { verificationReport, verifyLog } from "../audit/verify.js"
+import { isResponseId } from "../domain/batch/subjects.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { batchAsOf } from "../projections/asOf.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
@@ -25,22 +26,34 @@ const onTheLog = <A>(effect: Effect.Effect<A, CliFailure | LogUnavailable | NoEv
 const batchId = Options.text("batch-id").pipe(Options.withDescription("The batch's id (batch_…)"))
 
 const history = leaf(
-  "Every event of a batch (or of an account and its keys), in log order, with its sequence, time and type",
+  "Every event of a batch, a response or a stream (or of an account and its keys), in log order, with its sequence, time and type",
   Command.make(
     "history",
     {
       batchId: batchId.pipe(Options.optional),
+      responseId: Options.text("response-id").pipe(Options.withDescription("A response's id (resp_…): the one-row batch it runs as"), Options.optional),
+      streamId: Options.text("stream-id").pipe(Options.withDescription("A stream's id (stream_…): its own events, not its items'"), Options.optional),
       accountId: Options.text("account-id").pipe(Options.withDescription("An account's id: its events and its keys'"), Options.optional),
       json: Options.boolean("json").pipe(Options.withDescription("One JSON object per line: seq, time, subject, type, event")),
       bodies: Options.boolean("bodies").pipe(Options.withDescription("Include the request and response bodies")),
     },
-    ({ batchId, accountId, json, bodies }) =>
+    ({ batchId, responseId, streamId, accountId, json, bodies }) =>
       onTheLog(
         Effect.gen(function* () {
           const log = yield* EventLog
-          if (Option.isSome(batchId) === Option.isSome(accountId)) return yield* fail("give exactly one of --batch-id and --account-id", ExitCode.usage)
-          const entries = Option.isSome(batchId) ? yield* batchHistory(log, batchId.value, bodies) : yield* accountHistory(log, Option.getOrThrow(accountId))
-          if (entries.length === 0) return yield* fail(`no events found for ${Option.getOrElse(batchId, () => Option.getOrThrow(accountId))}`)
+          const given = [batchId, responseId, streamId, accountId].filter(Option.isSome)
+          if (given.length !== 1) return yield* fail("give exactly one of --batch-id, --response-id, --stream-id and --account-id", ExitCode.usage)
+          if (Option.isSome(responseId) && !isResponseId(responseId.value)) {
+            return yield* fail(`--response-id takes a response's id (resp_…), not '${responseId.value}'`, ExitCode.usage)
+          }
+          const entries = Option.isSome(batchId)
+            ? yield* batchHistory(log, batchId.value, bodies)
+            : Option.isSome(responseId)
+              ? yield* batchHistory(log, responseId.value, bodies)
+              : Option.isSome(streamId)
+                ? yield* streamHistory(log, streamId.value)
+                : yield* accountHistory(log, Option.getOrThrow(accountId))
+          if (entries.length === 0) return yield* fail(`no events found for ${given[0]!.value}`)
           for (const e of entries) yield* outDrained(json ? JSON.stringify(e) : historyLine(e))
         }),
       ),
@@ -77,7 +90,7 @@ const asOf = leaf(
 )
 
 const verify = leaf(
-  "Checks every hash chain of the log and compares a read model rebuilt from it with the live one, batch by batch",
+  "Checks every hash chain of the log and compares a read model rebuilt from it with the live one, batch by batch, response by response, stream by stream",
   Command.make("verify", {}, () =>
     onTheLog(
       Effect.gen(function* () {

@@ -61,7 +61,19 @@ export const rebuildReadModel = (
     Effect.map(([took, rebuilt]) => ({ ...rebuilt, ms: Duration.toMillis(took) })),
   )
 
-export const contentTables = ["batches", "results", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "completion_events"] as const
+export const contentTables = [
+  "batches",
+  "results",
+  "row_chunks",
+  "tombstones",
+  "responses",
+  "streams",
+  "stream_tombstones",
+  "accounts",
+  "api_keys",
+  "usage",
+  "completion_events",
+] as const
 export type ContentTable = (typeof contentTables)[number]
 
 export interface TableDigest {

@@ -9,12 +9,14 @@ import { IdempotencyEvent } from "../../src/domain/idempotency/events.js"
 import { idempotencySubject } from "../../src/domain/idempotency/subjects.js"
 import { WebhookEvent, webhookSubject } from "../../src/domain/webhook/events.js"
 import { onceOnlyTypes, rowEventTypes } from "../../src/domain/batch/events.js"
+import { StreamEvent, streamSubject } from "../../src/domain/stream/events.js"
 import { batchSubject, laneSubject, laneToken } from "../../src/domain/batch/subjects.js"
 import { CHUNK_HEADER } from "../../src/eventlog/chunking.js"
 import { simDirective } from "../../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../../src/sim/Simulator.js"
 import { chatRow, client } from "../support/client.js"
 import { BOOTSTRAP_KEY } from "../support/sluice.js"
+import { waitFor } from "../support/waitFor.js"
 import { type InProcessSluice, startInProcessSluice } from "../support/inProcessSluice.js"
 
 /*
@@ -35,6 +37,7 @@ const literalType = (m: { fields: { type: unknown } }) => (m.fields.type as { li
 const publishedAccountTypes = AccountEvent.members.map(literalType)
 const publishedIdempotencyTypes = IdempotencyEvent.members.map(literalType)
 const publishedWebhookTypes = WebhookEvent.members.map(literalType)
+const publishedStreamTypes = StreamEvent.members.map(literalType)
 const webhookSubjectOf = { webhook_created: "webhook_created", webhook_deleted: "webhook_deleted", webhook_delivery_attempted: "delivery_attempted" } as const
 
 /** A channel's address with its parameters filled in, as a subject. */
@@ -68,18 +71,30 @@ describe("the AsyncAPI document", () => {
     const { document, diagnostics } = await new Parser().parse(served)
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
     expect(document?.version()).toMatch(/^3\./)
-    // Every batch event type but the row events, and the lane window that carries them.
-    expect(document!.messages().all().length).toBe(publishedBatchTypes.length + 1 + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length)
+    // Every batch event type but the row events, and the lane window that carries them (a response's are the same messages).
+    const ids = new Set(document!.messages().all().map((m) => m.id()))
+    expect(ids.size).toBe(
+      publishedBatchTypes.length + 1 + publishedStreamTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length,
+    )
   })
 
   it("has a message and a channel for every event type the code publishes, on the subject the code builds", async () => {
     const { document } = await new Parser().parse(served)
     const channels = document!.channels().all()
     const find = (subject: string, type: string) =>
-      channels.find((c) => c.messages().all().some((m) => m.id() === type) && subjectOf(c.address()!, { batch_id: "batch_x", lane: laneToken("m"), account_id: "acct_x", digest: "d1", webhook_id: "wh_x" }) === subject)
+      channels.find(
+        (c) =>
+          c.messages().all().some((m) => m.id() === type) &&
+          subjectOf(c.address()!, { batch_id: "batch_x", response_id: "resp_x", stream_id: "stream_x", lane: laneToken("m"), account_id: "acct_x", digest: "d1", webhook_id: "wh_x" }) === subject,
+      )
     for (const type of publishedBatchTypes) expect(find(batchSubject("batch_x", type), type), type).toBeDefined()
+    // A response runs as a one-row batch: the same messages on its own subjects.
+    for (const type of publishedBatchTypes) expect(find(batchSubject("resp_x", type), type), `response ${type}`).toBeDefined()
+    expect(batchSubject("resp_x", "batch_created")).toBe("response.resp_x.batch_created")
+    for (const type of publishedStreamTypes) expect(find(streamSubject("stream_x", type as never), type), type).toBeDefined()
     // Row events are in the lane window's payload, and no channel offers them on a subject of their own.
     expect(find(laneSubject("batch_x", "m"), "lane_window")).toBeDefined()
+    expect(find(laneSubject("resp_x", "m"), "lane_window")).toBeDefined()
     for (const type of rowEventTypes) expect(channels.find((c) => c.messages().all().some((m) => m.id() === type)), type).toBeUndefined()
     const windowEvents = JSON.stringify(spec.components.messages.lane_window.payload.properties.events)
     for (const type of rowEventTypes) expect(windowEvents, type).toContain(type)
@@ -91,13 +106,27 @@ describe("the AsyncAPI document", () => {
     for (const channel of channels) expect(document!.operations().all().some((o) => o.channels().all().some((c) => c.id() === channel.id()))).toBe(true)
   })
 
+  it("describes the response a response's batch_created carries", () => {
+    const response = spec.components.messages.batch_created.payload.properties.response
+    expect(response.description).toContain("response.<response_id>.batch_created")
+    expect(Object.keys(response.properties).sort()).toEqual(["background", "custom_id", "echo", "endpoint", "service_tier", "stream_id"])
+    for (const [name, field] of Object.entries(response.properties)) expect((field as { description?: string }).description, name).toBeTruthy()
+    expect(spec.info.description).toContain("response.<response_id>.<event_type>")
+    expect(spec.info.description).toContain("stream.<stream_id>.<event_type>")
+  })
+
   it("documents the headers a stored message carries", () => {
     const headers = spec.components.schemas.Headers.properties
     expect(Object.keys(headers)).toEqual(expect.arrayContaining(["Nats-Msg-Id", CHUNK_HEADER]))
   })
 
-  it("describes every message a batch's life stored: each falls in one channel and its payload validates", async () => {
+  it("describes every message a batch's, a response's and a stream's life stored: each falls in one channel and its payload validates", async () => {
     const api = client(sluice.url)
+    // First, as retention purges everything that ended before: a stream archived and purged after its retention.
+    const purged = await api.call("POST", "/v1/streams", { name: "purged" })
+    expect((await api.call("PATCH", `/v1/streams/${purged.body.id}`, { status: "archived" })).status).toBe(200)
+    await sluice.adjust(7 * 86_400_000)
+    await waitFor("the stream is purged", async () => (await api.call("GET", `/v1/streams/${purged.body.id}`)).status === 404)
     const account = `acct_${Math.random().toString(36).slice(2, 8)}`
     expect((await api.admin("POST", "/admin/v1/accounts", { id: account, tier: "internal" })).status).toBe(200)
     expect((await api.admin("POST", `/admin/v1/accounts/${account}/keys`, {})).status).toBe(200)
@@ -122,6 +151,20 @@ describe("the AsyncAPI document", () => {
     await api.waitFinal(doomed.body.id)
     expect((await api.call("DELETE", `/v1/batches/${doomed.body.id}`)).status).toBe(200)
 
+    // A background response, and a stream with an item, renamed, cancelled and archived.
+    const background = await api.call("POST", "/v1/responses", { model: MODEL, input: "in the background", background: true })
+    expect(background.status, background.text).toBe(200)
+    const stream = await api.call("POST", "/v1/streams", { name: "contract" })
+    expect(stream.status, stream.text).toBe(201)
+    const item = await api.call("POST", "/v1/responses", { model: MODEL, input: "an item", metadata: { stream_id: stream.body.id, custom_id: "i-1" } })
+    expect(item.status, item.text).toBe(200)
+    for (const id of [background.body.id, item.body.id]) {
+      await waitFor(`response ${id} is final`, async () => (await api.call("GET", `/v1/responses/${id}`)).body.status !== "in_progress")
+    }
+    for (const patch of [{ name: "contract 2" }, { status: "cancelled" }, { status: "archived" }]) {
+      expect((await api.call("PATCH", `/v1/streams/${stream.body.id}`, patch)).status).toBe(200)
+    }
+
     const ajv = new Ajv({ strict: false, allErrors: true })
     const messages = Object.values(spec.channels).flatMap((channel: any) =>
       Object.keys(channel.messages).map((name) => {
@@ -144,7 +187,24 @@ describe("the AsyncAPI document", () => {
       seen.add(name)
     }
     expect([...seen].sort()).toEqual(
-      expect.arrayContaining(["account_created", "key_created", "batch_created", "rows_added", "row_bodies", "lane_window", "batch_completed", "batch_purged", "idempotency_key_claimed"]),
+      expect.arrayContaining([
+        "account_created",
+        "key_created",
+        "batch_created",
+        "rows_added",
+        "row_bodies",
+        "lane_window",
+        "batch_completed",
+        "batch_purged",
+        "idempotency_key_claimed",
+        "stream_created",
+        "stream_renamed",
+        "stream_cancelled",
+        "stream_archived",
+        "stream_purged",
+      ]),
     )
+    expect(stored.some((m) => m.subject === `response.${background.body.id}.batch_created`)).toBe(true)
+    expect(stored.some((m) => m.subject.startsWith(`response.${item.body.id}.lane.`))).toBe(true)
   })
 })

@@ -1,6 +1,7 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { BatchEvent } from "../../src/domain/batch/events.js"
+import { StreamEvent } from "../../src/domain/stream/events.js"
 import { currentVersion, upcast, versionOf } from "../../src/domain/versions/upcast.js"
 import { makeApplier } from "../../src/projections/Projector.js"
 import { ReadModel } from "../../src/projections/ReadModel.js"
@@ -32,6 +33,42 @@ describe("event versions and upcasters", () => {
     }
     expect(BatchEvent.members.some((m) => "v" in m.fields)).toBe(true)
   })
+
+  it("every stream event type is at version 1, written without `v`, and decodes as read", () => {
+    const ids = { stream_id: "stream_v", account_id: "acct_v", at: createdAt }
+    const written: ReadonlyArray<StreamEvent> = [
+      { type: "stream_created", ...ids, key_id: "key_v", name: "n", window: "1h" },
+      { type: "stream_renamed", ...ids, name: "m" },
+      { type: "stream_cancelled", ...ids },
+      { type: "stream_archived", ...ids },
+      { type: "stream_purged", ...ids, created_at: createdAt, archived_at: createdAt },
+    ]
+    expect(new Set(written.map((e) => e.type))).toEqual(new Set(StreamEvent.members.map((m) => (m.fields.type as unknown as { literals: [string] }).literals[0])))
+    for (const event of written) {
+      expect(currentVersion(event.type)).toBe(1)
+      expect(upcast(event)).toBe(event)
+      expect(Schema.decodeUnknownSync(StreamEvent)(upcast(JSON.parse(JSON.stringify(event))))).toEqual(event)
+    }
+  })
+
+  it("a response's version 1 deletion, on its own subjects, replays to the tombstone today's code writes", () =>
+    Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const db = Context.get(yield* Layer.build(ReadModel.layer(":memory:")), ReadModel)
+          const apply = makeApplier(db)
+          const encode = (event: unknown) => new TextEncoder().encode(JSON.stringify(event))
+          const id = "resp_v1"
+          const response = { endpoint: "/v1/responses", background: true, service_tier: "default", stream_id: null, custom_id: null, echo: {} }
+          const responses = db.prepare("SELECT count(*) FROM responses").pluck()
+          expect(apply([{ seq: 1, subject: `response.${id}.batch_created`, data: encode({ ...batchCreated(1), batch_id: id, response }), time: 0 }])).toEqual([])
+          expect(responses.get()).toBe(1)
+          expect(apply([{ seq: 2, subject: `response.${id}.batch_deleted`, data: encode({ ...v1Deleted, batch_id: id }), time: 0 }])).toEqual([])
+          expect(tombstoneReads(db).one(id)).toMatchObject({ reason: "deleted" })
+          expect(responses.get()).toBe(0)
+        }),
+      ),
+    ))
 
   it("a log with a version 1 deletion replays to the tombstone today's code writes", () =>
     Effect.runPromise(
