@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { ResponseObject } from "../domain/api/ResponseObject.js"
+import { ResponseList, ResponseObject } from "../domain/api/ResponseObject.js"
 import { BadRequest, Forbidden, NotFound, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
 
 const ResponsePath = Schema.Struct({ response_id: Schema.String })
@@ -12,14 +12,6 @@ const ListParams = Schema.Struct({
   after: param("A response id: the responses created before it"),
   stream_id: param("Only this stream's items"),
 })
-
-const ResponseList = Schema.Struct({
-  object: Schema.Literal("list"),
-  data: Schema.Array(ResponseObject),
-  first_id: Schema.NullOr(Schema.String),
-  last_id: Schema.NullOr(Schema.String),
-  has_more: Schema.Boolean,
-}).annotations({ identifier: "ResponseList" })
 
 const cancels =
   "Cancels a response still waiting to start; one whose call runs stays `in_progress` until the call ends, then reads " +

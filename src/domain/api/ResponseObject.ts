@@ -95,3 +95,12 @@ export const ResponseObject = Schema.Struct({
   metadata: Schema.Record({ key: Schema.String, value: Schema.String }),
 }).annotations({ identifier: "Response" })
 export interface ResponseObject extends Schema.Schema.Type<typeof ResponseObject> {}
+
+export const ResponseList = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(ResponseObject),
+  first_id: Schema.NullOr(Schema.String),
+  last_id: Schema.NullOr(Schema.String),
+  has_more: Schema.Boolean,
+}).annotations({ identifier: "ResponseList" })
+export interface ResponseList extends Schema.Schema.Type<typeof ResponseList> {}
