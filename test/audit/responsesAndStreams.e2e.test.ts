@@ -261,3 +261,41 @@ describe.each([
     expect(liveDigest().tables.stream_tombstones.rows).toBe(2)
   })
 })
+
+describe("a stream renamed from two instances at once, on NATS JetStream", () => {
+  let sim: Simulator
+  let nats: NatsServer
+  const instances: Array<InProcessSluice> = []
+  const dirs: Array<string> = []
+  beforeAll(async () => {
+    sim = await startSimulator({ models: [MODEL] })
+    nats = await startNatsServer()
+  })
+  afterAll(async () => {
+    for (const sluice of instances) await sluice.stop()
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+    await nats?.stop()
+    await sim?.close()
+  })
+
+  it("keeps one chain on the rename subject: each rename goes after the last one stored, whichever instance wrote it", async () => {
+    for (let i = 0; i < 2; i++) {
+      const dataDir = mkdtempSync(join(tmpdir(), "sluice-audit-race-"))
+      dirs.push(dataDir)
+      instances.push(await startInProcessSluice({ models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2 }], dataDir, keepData: true, natsUrl: nats.url }))
+    }
+    const [a, b] = instances.map((s) => client(s.url).call)
+    const made = await a!("POST", "/v1/streams", { name: "raced" })
+    expect(made.status, made.text).toBe(201)
+    const id = made.body.id as string
+    const names = Array.from({ length: 12 }, (_, i) => `n${i}`)
+    const answers = await Promise.all(names.map((name, i) => (i % 2 === 0 ? a! : b!)("PATCH", `/v1/streams/${id}`, { name })))
+    expect(answers.map((r) => r.status)).toEqual(names.map(() => 200))
+
+    const renames = await rawMessages({ dataDir: dirs[0]!, natsUrl: nats.url }, `stream.${id}.stream_renamed`)
+    expect(renames.map((m) => JSON.parse(m.data.toString("utf8")).name).sort()).toEqual([...names].sort())
+    renames.forEach((m, i) => expect(m.headers["Sluice-Prev-Sha256"], `rename ${i}`).toBe(i === 0 ? undefined : renames[i - 1]!.headers["Sluice-Sha256"]))
+    const verified = await runCli(["audit", "verify"], { SLUICE_DATA_DIR: dirs[0]!, NATS_URL: nats.url })
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0)
+  })
+})
