@@ -21,6 +21,18 @@ import { followEventStream, type FollowOptions } from "./eventStream.js"
 import { checkResultsFolder, saveJsonl, type Written, writeJsonl } from "./jsonlDownload.js"
 import type { CompletionEvent, CompletionEventList } from "../domain/api/CompletionEvent.js"
 import { type IterResponsesEventsOptions, iterateResponsesEvents, type ResponsesEventsPageOptions } from "./responsesEvents.js"
+import type { ResponseList, ResponseObject } from "../domain/api/ResponseObject.js"
+import type { StreamDetail, StreamList, StreamSummary } from "../domain/api/StreamObject.js"
+import type {
+  ListResponsesOptions,
+  ResponseCreateRequest,
+  StreamCreateRequest,
+  StreamInput,
+  StreamPatch,
+  StreamSubmission,
+  StreamSubmitOptions,
+} from "./responseTypes.js"
+import { submitLines } from "./streamSubmit.js"
 import { sleep, Transport } from "./transport.js"
 
 export type Batch = BatchObject
@@ -79,6 +91,8 @@ export interface RunOptions extends SubmitOnceOptions {
 }
 
 const batchPath = (id: string) => `/batches/${encodeURIComponent(id)}`
+const responsePath = (id: string) => `/responses/${encodeURIComponent(id)}`
+const streamPath = (id: string) => `/streams/${encodeURIComponent(id)}`
 
 export const retryPolicyOf = (options: { readonly maxRetries?: number; readonly retryBaseDelayMs?: number }): RetryPolicy => ({
   ...defaultRetryPolicy,
@@ -287,6 +301,92 @@ export class SluiceClient {
    */
   iterResponsesEvents(options: IterResponsesEventsOptions = {}): AsyncIterableIterator<CompletionEvent> {
     return iterateResponsesEvents((page) => this.listResponsesEvents(page), this.transport.url(""), options)
+  }
+
+  /**
+   * `POST /v1/responses`. Without `background` it answers once the model has, with the finished
+   * Response; with `background: true`, or naming a stream in `metadata.stream_id`, it answers at once,
+   * `in_progress`, and the response waits for a batch slot. Retried only when nothing can have been
+   * stored (a 429, a 503, a refused connection): the server keeps no key for a response.
+   */
+  createResponse(request: ResponseCreateRequest, options: { readonly signal?: AbortSignal } = {}): Promise<ResponseObject> {
+    return this.transport.json<ResponseObject>("POST", "/responses", { body: request, mode: "create", signal: options.signal })
+  }
+
+  /** A queued response (a background one, a stream's item), as it is now. */
+  getResponse(id: string): Promise<ResponseObject> {
+    return this.transport.json<ResponseObject>("GET", responsePath(id))
+  }
+
+  /** Cancels a response still waiting to start; one running stays `in_progress` until its call ends. A final one is answered unchanged. */
+  cancelResponse(id: string): Promise<ResponseObject> {
+    return this.transport.json<ResponseObject>("POST", `${responsePath(id)}/cancel`)
+  }
+
+  /** Every queued response of this key's account (or of one stream), newest first, a page of `limit` at a time. */
+  async *listResponses(options: ListResponsesOptions = {}): AsyncIterableIterator<ResponseObject> {
+    let after: string | undefined
+    for (;;) {
+      const query = { limit: options.limit ?? 100, after, stream_id: options.streamId }
+      const page = await this.transport.json<ResponseList>("GET", "/responses", { query })
+      yield* page.data
+      if (!page.has_more || page.last_id === null) return
+      after = page.last_id
+    }
+  }
+
+  /** A new stream, open, its window (how long each item may wait to start) 24h unless given. */
+  createStream(request: StreamCreateRequest): Promise<StreamDetail> {
+    return this.transport.json<StreamDetail>("POST", "/streams", { body: request, mode: "create" })
+  }
+
+  /** Every stream of this key's account, without counters (`getStream` has them). */
+  async listStreams(): Promise<ReadonlyArray<StreamSummary>> {
+    return (await this.transport.json<StreamList>("GET", "/streams")).items
+  }
+
+  /** The stream with its item counters and token totals. */
+  getStream(id: string): Promise<StreamDetail> {
+    return this.transport.json<StreamDetail>("GET", streamPath(id))
+  }
+
+  /** Renames the stream, or closes it; the same patch twice changes nothing more, and nothing reopens. */
+  updateStream(id: string, patch: StreamPatch): Promise<StreamDetail> {
+    return this.transport.json<StreamDetail>("PATCH", streamPath(id), { body: patch })
+  }
+
+  /** No new items; those not yet started are cancelled, running ones finish. */
+  cancelStream(id: string): Promise<StreamDetail> {
+    return this.updateStream(id, { status: "cancelled" })
+  }
+
+  /** Closed for good (and purged, with its items' history, once its retention ends). */
+  archiveStream(id: string): Promise<StreamDetail> {
+    return this.updateStream(id, { status: "archived" })
+  }
+
+  /**
+   * Sends each line of the input (read as `submitBatch` reads it) as a response of the stream, its
+   * `metadata.custom_id` the line's custom_id (`line-<n>` when it has none), `concurrency` at a time.
+   * A chat-shaped body's messages become the request's input items. Lines whose custom_id the stream
+   * already holds are skipped, so a call run again after an interruption sends only what is missing.
+   * Throws `StreamSubmitError` when the server refuses a line, after the lines in flight are answered.
+   */
+  submitToStream(streamId: string, input: StreamInput, options: StreamSubmitOptions = {}): Promise<StreamSubmission> {
+    const calls = {
+      getStream: (id: string) => this.getStream(id),
+      customIds: async (id: string) => {
+        const ids = new Set<string>()
+        for await (const response of this.listResponses({ streamId: id })) {
+          const customId = response.metadata["custom_id"]
+          if (customId !== undefined) ids.add(customId)
+        }
+        return ids
+      },
+      create: (body: Record<string, unknown>, signal: AbortSignal | undefined) =>
+        this.transport.json<ResponseObject>("POST", "/responses", { body, mode: "create", signal }),
+    }
+    return submitLines(calls, streamId, input, options)
   }
 
   cancel(id: string): Promise<Batch> {

@@ -23,7 +23,14 @@ export interface BatchSource {
   readonly rows: ReadonlyArray<BatchFileRow>
   /** Hex SHA-256 of the file's bytes, or of the requests as JSON: what the rows were read from. */
   readonly sha256: string
+  /** Each row's line in the file (its 1-based place among `requests`), for messages that name it. */
+  readonly lines: ReadonlyArray<number>
+  /** The file's path, or `requests`. */
+  readonly source: string
 }
+
+/** The lines parseBatchFile makes rows of: every line that is not blank. */
+const rowLines = (text: string): Array<number> => text.split("\n").flatMap((line, i) => (line.trim().length === 0 ? [] : [i + 1]))
 
 /** The rows of `inputFile` or `requests`, checked by the JSONL rules, and the digest of what they were read from (read once). */
 export const readBatchSource = async (input: BatchInput): Promise<BatchSource> => {
@@ -33,11 +40,12 @@ export const readBatchSource = async (input: BatchInput): Promise<BatchSource> =
   const options = input.model === undefined ? {} : { model: input.model }
   const source = input.inputFile === undefined ? "requests" : input.inputFile
   const bytes = input.inputFile === undefined ? Buffer.from(JSON.stringify(input.requests ?? []), "utf8") : await readFile(input.inputFile)
-  const parsed =
-    input.inputFile === undefined ? parseBatchRecords(input.requests ?? [], options) : parseBatchFile(bytes.toString("utf8"), options)
+  const text = input.inputFile === undefined ? undefined : bytes.toString("utf8")
+  const parsed = text === undefined ? parseBatchRecords(input.requests ?? [], options) : parseBatchFile(text, options)
   if (Either.isLeft(parsed)) throw new BatchInputError(`${source}: ${parsed.left.message}`, parsed.left.line)
   if (parsed.right.length === 0) throw new BatchInputError(`${source}: no rows to submit`)
-  return { rows: parsed.right, sha256: createHash("sha256").update(bytes).digest("hex") }
+  const lines = text === undefined ? parsed.right.map((_, i) => i + 1) : rowLines(text)
+  return { rows: parsed.right, sha256: createHash("sha256").update(bytes).digest("hex"), lines, source }
 }
 
 /** The rows of `inputFile` or `requests`, checked by the JSONL rules; throws BatchInputError naming the line at fault. */

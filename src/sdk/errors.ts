@@ -84,3 +84,21 @@ export class WaitTimeoutError extends Error {
     this.requestCounts = batch.request_counts
   }
 }
+
+/** `submitToStream` stopped before every line was in the stream: those sent are, and a new call sends the rest. */
+export class StreamSubmitError extends Error {
+  override readonly name = "StreamSubmitError"
+  /** Lines this call sent. */
+  readonly sent: number
+  /** Lines the stream held already. */
+  readonly skipped: number
+  /** The line the server refused, when one was. */
+  readonly line: number | undefined
+
+  constructor(message: string, details: { readonly sent: number; readonly skipped: number; readonly line?: number; readonly cause?: unknown }) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause })
+    this.sent = details.sent
+    this.skipped = details.skipped
+    this.line = details.line
+  }
+}

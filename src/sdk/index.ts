@@ -27,6 +27,24 @@ export { BatchRowTooLarge, type SplitLimits } from "../domain/jsonl/splitBatches
 export type { CompletionEvent, CompletionEventList } from "../domain/api/CompletionEvent.js"
 export { type CheckpointStore, checkpointKey, defaultCheckpointsFile, type FileCheckpointStore, fileCheckpoints } from "./checkpoints.js"
 export type { IterResponsesEventsOptions, ResponsesEventsPageOptions } from "./responsesEvents.js"
+export type {
+  ListResponsesOptions,
+  ResponseCreateRequest,
+  ResponseInputItem,
+  ResponseList,
+  ResponseObject,
+  ResponseStatus,
+  ResponseUsage,
+  StreamCreateRequest,
+  StreamDetail,
+  StreamInput,
+  StreamList,
+  StreamPatch,
+  StreamSubmission,
+  StreamSubmitOptions,
+  StreamSummary,
+  StreamWindow,
+} from "./responseTypes.js"
 export { defaultRetryPolicy, type OnRetry, type RetryNotice, type RetryPolicy } from "./backoff.js"
 export type { BatchInput, BatchRequest } from "./batchInput.js"
 export { serverBatchLimits } from "./batchLimits.js"
@@ -42,6 +60,7 @@ export {
   ResultsFileError,
   SluiceApiError,
   SluiceConnectionError,
+  StreamSubmitError,
   WaitTimeoutError,
 } from "./errors.js"
 export * from "./SluiceAdmin.js"
