@@ -29,6 +29,10 @@ export interface Sizes {
   /** Rows completed before B13 starts its window, and the window's rows. */
   readonly b13SteadyRows: number
   readonly b13WindowRows: number
+  /** Completions B15's waiting consumer times on each log, a trial (p99 by nearest rank). */
+  readonly b15Completions: number
+  /** B16's requests of each kind, flex and interactive, a trial. */
+  readonly b16Requests: number
 }
 
 const MiB = 1024 * 1024
@@ -58,6 +62,8 @@ export const FULL: Sizes = {
   b13Rows: 50_000,
   b13SteadyRows: 2_000,
   b13WindowRows: 15_000,
+  b15Completions: 300,
+  b16Requests: 200,
 }
 
 export const QUICK: Sizes = {
@@ -84,6 +90,8 @@ export const QUICK: Sizes = {
   b13Rows: 2_500,
   b13SteadyRows: 200,
   b13WindowRows: 1_500,
+  b15Completions: 100,
+  b16Requests: 40,
 }
 
 export interface Running {

@@ -44,3 +44,24 @@ export const readBatchEvents = (
     db.close()
   }
 }
+
+/**
+ * When each settled row of a batch was appended to a running Sluice's embedded log: its
+ * `row_completed` message's `time` (Date.now() as the append's transaction began), by row.
+ */
+export const rowCompletedAppendTimes = (dataDir: string, batchId: string): Map<number, number> => {
+  const db = new Database(join(dataDir, "log.sqlite"), { readonly: true, fileMustExist: true })
+  try {
+    const prefix = `batch.${batchId}.lane.`
+    const lanes = db.prepare<[number, string], { data: Buffer; time: number }>("SELECT data, time FROM messages WHERE substr(subject, 1, ?) = ? ORDER BY seq")
+    const times = new Map<number, number>()
+    for (const { data, time } of lanes.all(prefix.length, prefix)) {
+      const message = decodeBatchMessage(data)
+      if (message === undefined) continue
+      for (const event of eventsOf(message)) if (event.type === "row_completed") times.set(event.row, time)
+    }
+    return times
+  } finally {
+    db.close()
+  }
+}
