@@ -7,7 +7,11 @@ import type { SluiceApi } from "../sluiceApi.js"
 import { quantile } from "../stats.js"
 
 /** Requests of one kind sent in a row, the kinds taking turns, so a drift of the machine's speed favours neither. */
-const BLOCK = 20
+const BLOCK = 50
+/** Before each block: a flex request's last projections and timers finish outside the next block's CPU time. */
+const SETTLE_MS = 250
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const WARMUP = 50
 
 type Kind = "interactive" | "flex"
@@ -46,6 +50,7 @@ const measure = async (ctx: Context, backend: Backend, api: SluiceApi, pid: numb
     for (let round = 0; ms.flex.length < n; round++) {
       const order: ReadonlyArray<Kind> = round % 2 === 0 ? ["interactive", "flex"] : ["flex", "interactive"]
       for (const kind of order) {
+        await sleep(SETTLE_MS)
         const before = cpuMs(pid)
         for (let i = 0; i < BLOCK && ms[kind].length < n; i++) ms[kind].push(await send(api, kind, bodies[kind]))
         cpu[kind] += cpuMs(pid) - before
@@ -86,7 +91,7 @@ export const b16FlexLatency: Scenario = {
     return {
       figures: [...embedded, ...onNats],
       notes: [
-        `B16: the shared Sluice of each log, its ${MODELS.fast} model (${ctx.sizes.slots} batch slots, the 0 ms simulator) idle. After ${WARMUP} unmeasured requests of each kind, each trial sends ${ctx.sizes.b16Requests} of each, one at a time, in blocks of ${BLOCK} of one kind, the kinds taking turns (odd rounds flex first); the same body, the flex one with service_tier "flex" added (default max_queue_wait_s), and each answer must carry service_tier "flex" exactly when asked. ` +
+        `B16: the shared Sluice of each log, its ${MODELS.fast} model (${ctx.sizes.slots} batch slots, the 0 ms simulator) idle. After ${WARMUP} unmeasured requests of each kind, each trial sends ${ctx.sizes.b16Requests} of each, one at a time, in blocks of ${BLOCK} of one kind, each after a ${SETTLE_MS} ms pause, the kinds taking turns (odd rounds flex first); the same body, the flex one with service_tier "flex" added (default max_queue_wait_s), and each answer must carry service_tier "flex" exactly when asked. ` +
           "Latency is from sending the request to having its whole answer (node:http keep-alive). The added p50 and p99 are the flex quantile less the interactive one of the same trial. A flex request is queued as a one-row batch and answered when its row is final, so its added time is the log's writes (the response's batch, the row's start and settle) and the wait for the projections that settle it; CPU is the Sluice process's (all threads, /proc) over each kind's blocks, a request.",
       ],
     }
