@@ -9,13 +9,14 @@ import { authCommand, authNode } from "./authCommands.js"
 import { batchCommand, batchNode } from "./batchCommands.js"
 import { group, helpFor, resolve } from "./commandTree.js"
 import { responsesCommand, responsesNode } from "./responsesCommands.js"
+import { streamCommand, streamNode } from "./streamCommands.js"
 import { CliFailure, ExitCode } from "./failure.js"
 import { styled, withPlainWhereDue } from "./output.js"
 
 const VERSION = "0.1.0"
 
-const root = group("sluice", "The Sluice batch inference CLI", [authNode, batchNode, responsesNode, adminNode, auditNode])
-const sluice = root.own.pipe(Command.withSubcommands([authCommand, batchCommand, responsesCommand, adminCommand, auditCommand]))
+const root = group("sluice", "The Sluice batch inference CLI", [authNode, batchNode, responsesNode, streamNode, adminNode, auditNode])
+const sluice = root.own.pipe(Command.withSubcommands([authCommand, batchCommand, responsesCommand, streamCommand, adminCommand, auditCommand]))
 
 const args = process.argv.slice(2)
 const { path, rest } = resolve(root.node, args)

@@ -36,13 +36,17 @@ export const parseMetadata = (values: ReadonlyArray<string>): Either.Either<Reco
   return Either.right(Object.fromEntries(metadata))
 }
 
-export const metadataOption = Options.text("metadata").pipe(
-  Options.withDescription(`The batch's metadata: ${FORMS}`),
-  Options.repeated,
-  Options.mapEffect((values) =>
-    Either.match(parseMetadata(values), {
-      onLeft: (message) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(message))),
-      onRight: Effect.succeed,
-    }),
-  ),
-)
+/** `--metadata`, described as `whose` metadata it sets. */
+export const metadataOptionOf = (whose: string) =>
+  Options.text("metadata").pipe(
+    Options.withDescription(`${whose} metadata: ${FORMS}`),
+    Options.repeated,
+    Options.mapEffect((values) =>
+      Either.match(parseMetadata(values), {
+        onLeft: (message) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(message))),
+        onRight: Effect.succeed,
+      }),
+    ),
+  )
+
+export const metadataOption = metadataOptionOf("The batch's")

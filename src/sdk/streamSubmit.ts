@@ -47,13 +47,11 @@ export const submitLines = async (
   const there = await calls.customIds(streamId)
   const todo = all.filter((l) => !there.has(l.customId))
   const skipped = all.length - todo.length
-  options.onPlanned?.({ lines: all.length, skipped })
   if (todo.length > 0 && stream.status !== "open") {
-    throw new StreamSubmitError(`Stream '${streamId}' is ${stream.status}: it takes no new items, and ${todo.length} of the ${lineCount(all.length)} are not in it`, {
-      sent: 0,
-      skipped,
-    })
+    const missing = `${lineCount(todo.length)} of the input ${todo.length === 1 ? "is" : "are"} not in it`
+    throw new StreamSubmitError(`Stream '${streamId}' is ${stream.status} and takes no new items: ${missing}`, { sent: 0, skipped })
   }
+  options.onPlanned?.({ lines: all.length, skipped })
 
   let next = 0
   let sent = 0

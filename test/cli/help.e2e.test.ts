@@ -33,7 +33,18 @@ describe("sluice --help and its commands' help, run as a process", () => {
       "sluice batch delete",
       "sluice batch rerun",
       "sluice responses <command>",
+      "sluice responses create",
+      "sluice responses get",
+      "sluice responses cancel",
+      "sluice responses list",
       "sluice responses tail",
+      "sluice stream <command>",
+      "sluice stream create",
+      "sluice stream list",
+      "sluice stream status",
+      "sluice stream submit",
+      "sluice stream cancel",
+      "sluice stream archive",
       "sluice admin <command>",
       "sluice admin account <command>",
       "sluice admin account create",
@@ -63,6 +74,11 @@ describe("sluice --help and its commands' help, run as a process", () => {
     expect(submit.stdout).toMatch(/^\$ sluice batch submit --input-file file /m)
     const create = await runCli(["admin", "key", "create", "--help"], {})
     expect(create.stdout).toMatch(/^\$ sluice admin key create \[--admin-token text\] --account-id text/m)
+    const streamSubmit = await runCli(["stream", "submit", "--help"], {})
+    expect(streamSubmit.stdout).toMatch(/^\$ sluice stream submit --stream-id text --input-file file \[--model text\]/m)
+    const streams = await runCli(["stream"], {})
+    expect(streams.code).toBe(0)
+    expect(streams.stdout).toMatch(/^\$ sluice stream <command>$/m)
     const group = await runCli(["admin", "account"], {})
     expect(group.code).toBe(0)
     expect(group.stdout).toMatch(/^\$ sluice admin account <command>$/m)
@@ -75,6 +91,14 @@ describe("sluice --help and its commands' help, run as a process", () => {
     expect(run.stderr).toBe(
       "error: 'sluice batch' has no command 'nope'; it has submit, wait, download-results, stream, list, get, cancel, delete, rerun (see sluice batch --help)\n",
     )
+  })
+
+  it("the responses and stream groups name their commands when given another", async () => {
+    const responses = await runCli(["responses", "nope"], {})
+    expect(responses.code).toBe(2)
+    expect(responses.stderr).toBe("error: 'sluice responses' has no command 'nope'; it has create, get, cancel, list, tail (see sluice responses --help)\n")
+    const stream = await runCli(["stream", "nope"], {})
+    expect(stream.stderr).toBe("error: 'sluice stream' has no command 'nope'; it has create, list, status, submit, cancel, archive (see sluice stream --help)\n")
   })
 
   it("prints no colour codes into a pipe, to stdout or stderr", async () => {

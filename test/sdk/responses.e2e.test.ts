@@ -176,7 +176,7 @@ describe("SluiceClient.submitToStream", () => {
       .submitToStream(stream.id, { requests: [{ custom_id: "ok", content: "fine" }, { custom_id: "late", content: "late" }], model: MODEL })
       .catch((error: unknown) => error)
     expect(closed).toBeInstanceOf(StreamSubmitError)
-    expect((closed as Error).message).toBe(`Stream '${stream.id}' is cancelled: it takes no new items, and 1 of the 2 lines are not in it`)
+    expect((closed as Error).message).toBe(`Stream '${stream.id}' is cancelled and takes no new items: 1 line of the input is not in it`)
     // Everything there already: a closed stream is no obstacle.
     expect(await client.submitToStream(stream.id, { requests: [{ custom_id: "ok", content: "fine" }], model: MODEL })).toMatchObject({ skipped: 1, sent: 0 })
   })
