@@ -30,12 +30,15 @@ const columns = `r.*, b.status AS batch_status, b.error AS batch_error, b.create
   b.expired_at, b.cancelled_at, x.status AS row_status, x.response AS row_response, x.error AS row_error
   FROM responses r JOIN batches b ON b.id = r.id LEFT JOIN results x ON x.batch_id = r.id AND x.idx = 0`
 
+/** The responses a list shows: queued ones (background, a stream's items), not flex requests, which only their caller's answer reads. */
+const listed = `r.endpoint = '/v1/responses' AND r.service_tier <> 'flex'`
+
 export const responseReads = (db: Database.Database) => {
   const s = {
     one: db.prepare<[string], StoredResponse>(`SELECT ${columns} WHERE r.id = ?`),
-    firstPage: db.prepare<[string, number], StoredResponse>(`SELECT ${columns} WHERE r.account_id = ? AND r.endpoint = '/v1/responses' ORDER BY r.seq DESC LIMIT ?`),
+    firstPage: db.prepare<[string, number], StoredResponse>(`SELECT ${columns} WHERE r.account_id = ? AND ${listed} ORDER BY r.seq DESC LIMIT ?`),
     nextPage: db.prepare<[string, number, number], StoredResponse>(
-      `SELECT ${columns} WHERE r.account_id = ? AND r.endpoint = '/v1/responses' AND r.seq < ? ORDER BY r.seq DESC LIMIT ?`,
+      `SELECT ${columns} WHERE r.account_id = ? AND ${listed} AND r.seq < ? ORDER BY r.seq DESC LIMIT ?`,
     ),
     streamFirstPage: db.prepare<[string, string, number], StoredResponse>(
       `SELECT ${columns} WHERE r.account_id = ? AND r.stream_id = ? ORDER BY r.seq DESC LIMIT ?`,

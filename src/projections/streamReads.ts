@@ -37,13 +37,16 @@ export interface StreamCounts {
   readonly last_completed_at: number | null
 }
 
-/** A stream's items by where each stands: its row's status in the results (expired counts as failed). */
+/**
+ * A stream's items by the status each reads (standing.ts): its row's status in the results (expired
+ * counts as failed), except that an item cancelled while its call ran reads, and counts, as cancelled.
+ */
 const countsSql = `SELECT count(*) AS total,
   coalesce(sum(x.status = 'queued'), 0) AS pending,
   coalesce(sum(x.status = 'running'), 0) AS running,
-  coalesce(sum(x.status = 'completed'), 0) AS completed,
-  coalesce(sum(x.status IN ('failed', 'expired')), 0) AS failed,
-  coalesce(sum(x.status = 'cancelled'), 0) AS cancelled,
+  coalesce(sum(x.status = 'completed' AND b.status <> 'cancelled'), 0) AS completed,
+  coalesce(sum(x.status IN ('failed', 'expired') AND b.status <> 'cancelled'), 0) AS failed,
+  coalesce(sum(x.status = 'cancelled' OR b.status = 'cancelled'), 0) AS cancelled,
   coalesce(sum(b.input_tokens), 0) AS input_tokens,
   coalesce(sum(b.output_tokens), 0) AS output_tokens,
   coalesce(sum(b.total_tokens), 0) AS total_tokens,
