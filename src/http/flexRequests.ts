@@ -66,7 +66,7 @@ export class FlexRequests extends Effect.Service<FlexRequests>()("Http/FlexReque
         NodeHttpServerRequest.toServerResponse(yield* HttpServerRequest.HttpServerRequest).once("close", () => {
           if (!answered) Effect.runFork(queued.cancelQuietly(created.id))
         })
-        const stored = yield* final(created.id)
+        const stored = yield* projector.promptly(final(created.id))
         answered = true
         return stored.batch_status === "expired" && stored.row_status === "expired"
           ? ({ _tag: "NotStarted", stored } satisfies FlexEnd)

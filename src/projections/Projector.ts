@@ -83,6 +83,11 @@ export interface ProjectorShape {
    * before reading the feed and await it after, and none falls between the two (completionSignals.ts).
    */
   readonly completionSignal: (accountId: string) => Effect.Effect<Effect.Effect<void>>
+  /**
+   * Runs `effect` as a reader waiting for what the log brings next (a flex request waiting for its
+   * response to be final): while it runs, the projections apply what arrives without gathering it.
+   */
+  readonly promptly: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
@@ -231,7 +236,9 @@ export const Live = Layer.scoped(
     const throughput = makeThroughput(db)
     let batchChangesNow: Array<BatchChange> = []
     let completedNow = new Set<string>()
-    const completions = makeCompletionSignals()
+    let wakeGathering = () => {}
+    const completions = makeCompletionSignals(() => wakeGathering())
+    let prompt = 0
     const apply = makeApplier(
       db,
       { settings: (id) => settings.add(id), usage: (id) => usage.add(id) },
@@ -244,7 +251,6 @@ export const Live = Layer.scoped(
     let appliedDelayMs = 0
     const accountChanges = yield* PubSub.unbounded<AccountChanges>()
     let accountsVersion = 0
-    let wakeGathering = () => {}
     const applied = makeSeqWaiters(appliedOffset(db), () => wakeGathering())
     const links = makeAppliedLinks()
     const applyChunk = (chunk: Chunk.Chunk<LogMessage>) =>
@@ -296,7 +302,8 @@ export const Live = Layer.scoped(
     // Each (re)start of the follow, after a reconnect or a stalled consumer among others, checks first.
     const follow = Effect.gen(function* () {
       yield* checkApplied
-      const gathered = yield* makeChunkGathering<LogMessage>(GATHERING, applied.waited)
+      // Readers waiting for a sequence, for a completion (a long poll) or for what comes next (flex) cut the pause short.
+      const gathered = yield* makeChunkGathering<LogMessage>(GATHERING, () => applied.waited() || completions.waiting() || prompt > 0)
       wakeGathering = gathered.wake
       // Found apart while following: the follow stops, and its restart rebuilds first.
       const apart = Effect.suspend(() => (links.apart() ? Effect.fail(new Diverged({ message: "applied messages the log no longer holds" })) : Effect.void))
@@ -323,6 +330,15 @@ export const Live = Layer.scoped(
       throughput,
       accountsVersion: () => accountsVersion,
       completionSignal: completions.signal,
+      promptly: (effect) =>
+        Effect.acquireUseRelease(
+          Effect.sync(() => {
+            prompt++
+            wakeGathering()
+          }),
+          () => effect,
+          () => Effect.sync(() => void prompt--),
+        ),
     }
   }),
 )
