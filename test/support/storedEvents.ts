@@ -70,6 +70,57 @@ const fromJetStream = async (natsUrl: string, batchId: string): Promise<Array<St
 export const storedEvents = (where: { dataDir: string; natsUrl?: string | undefined }, batchId: string) =>
   where.natsUrl === undefined ? Promise.resolve(fromSqlite(where.dataDir, batchId)) : fromJetStream(where.natsUrl, batchId)
 
+/** The id of the batch or response (a one-row batch on `response.<id>.…`) a subject belongs to, if any. */
+const aggregateOf = (subject: string): string | undefined => {
+  const [root, id] = subject.split(".", 2)
+  return (root === "batch" || root === "response") && id !== undefined ? id : undefined
+}
+
+const byAggregate = (messages: Iterable<{ seq: number; subject: string; data: Uint8Array }>) => {
+  const events = new Map<string, Array<StoredEvent>>()
+  for (const m of messages) {
+    const id = aggregateOf(m.subject)
+    if (id === undefined) continue
+    let list = events.get(id)
+    if (list === undefined) events.set(id, (list = []))
+    list.push(...decode(m.seq, m.subject, m.data))
+  }
+  return events
+}
+
+/**
+ * Every batch's and response's history at once, by id: one read of the whole log, for tests that look
+ * at many of them after every step.
+ */
+export const storedEventsByAggregate = async (where: { dataDir: string; natsUrl?: string | undefined }): Promise<Map<string, Array<StoredEvent>>> => {
+  if (where.natsUrl === undefined) {
+    const db = new Database(join(where.dataDir, "log.sqlite"), { readonly: true })
+    try {
+      const rows = db
+        .prepare("SELECT seq, subject, data FROM messages WHERE subject LIKE 'batch.%' OR subject LIKE 'response.%' ORDER BY seq")
+        .all() as Array<{ seq: number; subject: string; data: Buffer }>
+      return byAggregate(rows)
+    } finally {
+      db.close()
+    }
+  }
+  const nc = await connect({ servers: where.natsUrl.split(","), timeout: 5_000 })
+  try {
+    const last = (await (await jetstreamManager(nc)).streams.info("SLUICE")).state.last_seq
+    const messages: Array<{ seq: number; subject: string; data: Uint8Array }> = []
+    if (last > 0) {
+      const consumer = await jetstream(nc).consumers.get("SLUICE")
+      for await (const m of await consumer.consume()) {
+        messages.push({ seq: m.seq, subject: m.subject, data: m.data })
+        if (m.seq >= last) break
+      }
+    }
+    return byAggregate(messages)
+  } finally {
+    await nc.close()
+  }
+}
+
 export const terminalRowTypes: ReadonlySet<string> = new Set(["row_completed", "row_failed", "row_cancelled"])
 
 /** How many terminal row events each row has in the log, by row index. */
