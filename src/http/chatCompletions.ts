@@ -12,7 +12,7 @@ import { SseRelay } from "../domain/chat/SseRelay.js"
 import { readJsonBody } from "./body.js"
 import { echoOf } from "../domain/response/echo.js"
 import { flexAsk, tierFields } from "../domain/response/flexTier.js"
-import { flexChatAnswer, notStarted } from "./flexAnswer.js"
+import { flexChatAnswer, notStarted, shutDownFirst } from "./flexAnswer.js"
 import { FlexRequests } from "./flexRequests.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { RetryLater, badRequest, logUnavailable, notFound, tooManyRequests } from "./errors.js"
@@ -151,6 +151,7 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
         const body: Record<string, unknown> = {}
         for (const [key, value] of Object.entries(chat.body)) if (!tierFields.includes(key)) body[key] = value
         const ended = yield* flex.run(caller, { model: chat.model, chat: body, echo: echoOf({}) }, "/v1/chat/completions", maxWaitMs)
+        if (ended._tag === "ShuttingDown") return yield* Effect.fail(shutDownFirst())
         if (ended._tag === "NotStarted") return yield* Effect.fail(notStarted(chat.model, maxWaitMs))
         return flexChatAnswer(ended.stored)
       })

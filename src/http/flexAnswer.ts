@@ -1,7 +1,11 @@
 import { HttpServerResponse } from "@effect/platform"
 import type { RowError, RowResponse } from "../domain/batch/events.js"
 import type { StoredResponse } from "../projections/responseReads.js"
-import { RetryLater, flexTimedOut } from "./errors.js"
+import { RetryLater, flexTimedOut, unavailable } from "./errors.js"
+
+/** The server began to shut down while the flex request waited: it did not run, and may be sent again at once. */
+export const shutDownFirst = () =>
+  new RetryLater(unavailable("The server is shutting down: the flex request was taken out of the queue before it ran; send it again"), 1)
 
 /** A flex request that found no free batch slot in its wait: 408, and when to try again. */
 export const notStarted = (model: string, waitMs: number) =>

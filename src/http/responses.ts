@@ -11,7 +11,7 @@ import { badRequest, conflict, notFound } from "./errors.js"
 import { requireBatchAccess } from "./auth.js"
 import { QueuedResponses, responseObjectOf } from "./queuedResponses.js"
 import { FlexRequests } from "./flexRequests.js"
-import { notStarted } from "./flexAnswer.js"
+import { notStarted, shutDownFirst } from "./flexAnswer.js"
 import { flexAsk } from "../domain/response/flexTier.js"
 import { Streams, streamNotFound } from "./streams.js"
 import { joinRefusal } from "../domain/stream/decide.js"
@@ -84,7 +84,8 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
         }
         if (tier._tag === "Flex" && caller.account.tier === "internal") {
           const ended = yield* flex.run(caller, request, "/v1/responses", tier.maxWaitMs)
-          if (ended._tag === "NotStarted") return yield* Effect.fail(notStarted(request.model, tier.maxWaitMs))
+          if (ended._tag === "ShuttingDown") return yield* Effect.fail(shutDownFirst())
+        if (ended._tag === "NotStarted") return yield* Effect.fail(notStarted(request.model, tier.maxWaitMs))
           return responseObjectOf(ended.stored)
         }
         const model = catalog.get(request.model)!

@@ -16,8 +16,9 @@ export const StreamsLive = HttpApiBuilder.group(SluiceApi, "streams", (handlers)
           Effect.catchAll((error) => Effect.succeed(errorResponse(error))),
         ),
       )
-      .handleRaw("list", () => respondJson(Effect.flatMap(streamCaller, streams.list)))
-      .handleRaw("retrieve", ({ path }) => respondJson(Effect.flatMap(streamCaller, (caller) => streams.get(caller, path.stream_id))))
-      .handleRaw("update", ({ path }) => respondJson(Effect.flatMap(streamCaller, (caller) => streams.patch(caller, path.stream_id)))),
+      // Like a batch's, a stream is read, renamed, cancelled and archived by its account whatever its tier now.
+      .handleRaw("list", () => respondJson(Effect.flatMap(authenticate, streams.list)))
+      .handleRaw("retrieve", ({ path }) => respondJson(Effect.flatMap(authenticate, (caller) => streams.get(caller, path.stream_id))))
+      .handleRaw("update", ({ path }) => respondJson(Effect.flatMap(authenticate, (caller) => streams.patch(caller, path.stream_id)))),
   ),
 )

@@ -130,6 +130,35 @@ describe.each([
     expect(isFlex.indexOf(false)).toBeLessThan(isFlex.lastIndexOf(true))
   })
 
+  it("at shutdown a flex request still waiting for a slot is answered 503 with Retry-After and never runs; a running one is answered", async () => {
+    const own = await startInProcessSluice({
+      ...(nats === undefined ? {} : { natsUrl: nats.url }),
+      // A model of its own: on NATS the other instance holds the leases of the models it shares.
+      models: [{ id: "solo", upstream_url: upstream.url, upstream_model: "gated-upstream", batch_concurrency: 1, timeout_ms: 3_600_000 }],
+    })
+    const send = (content: string) =>
+      fetch(`${own.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${BOOTSTRAP_KEY}`, connection: "close" },
+        body: JSON.stringify({ model: "solo", messages: [{ role: "user", content }], service_tier: "flex" }),
+      })
+    const running = send("hold shutdown-running")
+    await held("hold shutdown-running")
+    const waiting = send("flex at shutdown")
+    await waitFor("the flex request is queued", async () => {
+      const states = await client(own.url).admin("GET", "/admin/v1/models")
+      return states.body.data.find((m: { id: string }) => m.id === "solo")?.queued === 1
+    })
+    const stopped = own.stop()
+    const answer = await waiting
+    expect(answer.status).toBe(503)
+    expect(Number(answer.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    upstream.release("hold shutdown-running")
+    expect((await running).status).toBe(200)
+    await stopped
+    expect(upstream.arrived).not.toContain("flex at shutdown")
+  })
+
   it("bad tier fields answer 400 naming them and run nothing", async () => {
     const count = upstream.arrived.length
     for (const [extra, param] of [

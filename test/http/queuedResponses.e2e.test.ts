@@ -203,6 +203,18 @@ describe.each([
     expect((await api("GET", `/v1/streams/${stream.id}`)).body).toMatchObject({ failed_items: 1, total_items: 1 })
   })
 
+  it("an account demoted from internal reads, cancels and archives its stream, and creates no new queued work (403)", async () => {
+    const id = `acct_demoted_${onNats ? "n" : "e"}`
+    const own = client(() => sluice.url, await otherKey(id)).call
+    const stream = (await own("POST", "/v1/streams", { name: "before" })).body
+    expect((await api.admin("PATCH", `/admin/v1/accounts/${id}`, { tier: "standard" })).status).toBe(200)
+    expect((await own("GET", `/v1/streams/${stream.id}`)).status).toBe(200)
+    expect((await own("GET", "/v1/streams")).body.items.map((s: { id: string }) => s.id)).toEqual([stream.id])
+    expect((await own("PATCH", `/v1/streams/${stream.id}`, { status: "cancelled" })).body.status).toBe("cancelled")
+    expect((await own("POST", "/v1/streams", { name: "after" })).status).toBe(403)
+    expect((await own("POST", "/v1/responses", { model: MODEL, input: "x", background: true })).status).toBe(403)
+  })
+
   it("bad input changes nothing: one line naming the field", async () => {
     const cases: ReadonlyArray<readonly [string, string, object, number, string | null]> = [
       ["POST", "/v1/streams", {}, 400, "name"],
