@@ -157,7 +157,7 @@ describe.each([
       instructions: "Answer in one word.",
       temperature: 0.5,
       metadata: { project: "eval-42" },
-      service_tier: "flex",
+      service_tier: "auto",
     })
     const now = Math.floor((await sluice.now()) / 1000)
     expect(response.id).toMatch(/^resp_[0-9a-f]{32}$/)
@@ -516,7 +516,7 @@ describe.each([
     expect(operation.security).toEqual([{ apiKey: [] }])
     expect(operation.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ResponseCreateRequest" })
     expect(operation.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Response" })
-    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "404", "413", "429", "503"])
+    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "404", "408", "413", "429", "503"])
     expect(spec.components.schemas.Response.properties.status).toEqual({ $ref: "#/components/schemas/ResponseStatus" })
     expect(spec.components.schemas.ResponseStatus.enum).toEqual(["in_progress", "completed", "failed", "cancelled", "incomplete"])
   })
