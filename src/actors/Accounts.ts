@@ -1,7 +1,7 @@
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Schedule } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { type AccountEvent, accountSubject } from "../domain/account/events.js"
-import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
+import { EventLog, isOutcomeUnknown, type LogUnavailable } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { type AccountRow, accountReads, type KeyRow } from "../projections/accountReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -183,7 +183,11 @@ export const Live = Layer.effect(
           const keyId = `key_${sha256(secret).slice(0, 16)}`
           yield* addKey(accountId, keyId, secret, null, `key:${keyId}:created`)
         }
-      })
+      }).pipe(
+        // Instances started together publish the same two messages at once; NATS answers all but one
+        // "duplicate message id is in process". Both carry message ids, so sending again is stored once.
+        Effect.retry({ while: isOutcomeUnknown, schedule: Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(8)) }),
+      )
 
     return { authenticate, get, create, update, createKey, revokeKey, recordUsage, bootstrap }
   }),
