@@ -15,6 +15,7 @@ import { afterWritten, logLifecycle } from "./writtenHooks.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { FateStore } from "./fate/FateStore.js"
 import { appendBodies, rowsMessages } from "./rowsAdded.js"
+import { type BatchEndpoint, CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { appendSettled } from "./unknownOutcome.js"
 import type { QueuedResponse } from "../domain/response/queuedResponse.js"
 
@@ -27,6 +28,9 @@ export interface NewBatch {
   /** Chosen by the caller when it must name the batch before it is stored (an idempotency claim). */
   readonly batchId?: string
   readonly rerunOf?: string
+  /** Absent for chat completions. */
+  readonly endpoint?: BatchEndpoint
+  readonly inputFileId?: string
   /** A response run as this one-row batch; its id must then be a response id (src/domain/batch/subjects.ts). */
   readonly response?: QueuedResponse
 }
@@ -178,6 +182,8 @@ const createdEvent = (batch: NewBatch, batchId: string, now: number): Extract<Ba
   models: [...new Set(batch.requests.map((r) => r.model))],
   ...(batch.rerunOf === undefined ? {} : { rerun_of: batch.rerunOf }),
   ...(batch.response === undefined ? {} : { response: batch.response }),
+  ...(batch.endpoint === undefined || batch.endpoint === CHAT_ENDPOINT ? {} : { endpoint: batch.endpoint }),
+  ...(batch.inputFileId === undefined ? {} : { input_file_id: batch.inputFileId }),
 })
 
 const windowName = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${Math.round(ms / 60_000)}m`)

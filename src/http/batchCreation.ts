@@ -91,6 +91,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
                 keyId: caller.keyId,
                 completionWindowMs: d.completionWindowMs,
                 metadata: batch.metadata,
+                endpoint: batch.endpoint,
                 requests: take(),
                 ...(options.batchId === undefined ? {} : { batchId: options.batchId }),
                 ...(options.rerunOf === undefined ? {} : { rerunOf: options.rerunOf }),

@@ -31,6 +31,8 @@ CREATE TABLE IF NOT EXISTS batches (
   final_written TEXT,
   created_ms INTEGER NOT NULL,
   rerun_of TEXT,
+  endpoint TEXT,
+  input_file_id TEXT,
   input_tokens INTEGER NOT NULL DEFAULT 0,
   cached_tokens INTEGER NOT NULL DEFAULT 0,
   output_tokens INTEGER NOT NULL DEFAULT 0,
@@ -111,7 +113,11 @@ const migrate = (db: Database.Database) => {
 }
 
 /** Columns added after version 5, each nullable: added in place, since no earlier event fills them. */
-const addedColumns: ReadonlyArray<readonly [table: string, column: string, type: string]> = [["batches", "rerun_of", "TEXT"]]
+const addedColumns: ReadonlyArray<readonly [table: string, column: string, type: string]> = [
+  ["batches", "rerun_of", "TEXT"],
+  ["batches", "endpoint", "TEXT"],
+  ["batches", "input_file_id", "TEXT"],
+]
 const addColumns = (db: Database.Database) => {
   for (const [table, column, type] of addedColumns) {
     const has = (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).some((c) => c.name === column)

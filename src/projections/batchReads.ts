@@ -4,6 +4,8 @@ import type { BatchObject } from "../domain/api/BatchObject.js"
 import { type BatchStatus, UnfinishedBatchStatuses } from "../domain/api/BatchStatus.js"
 import { batchUsage, type TokenTotals } from "../domain/batch/tokenTotals.js"
 import { statusIn } from "./statusSql.js"
+import { type BatchEndpoint, CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
+import { batchFiles } from "../domain/file/batchFiles.js"
 
 export interface BatchRow extends TokenTotals {
   readonly id: string
@@ -35,22 +37,24 @@ export interface BatchRow extends TokenTotals {
   readonly final_written: string | null
   readonly created_ms: number
   readonly rerun_of: string | null
+  /** Null for chat completions. */
+  readonly endpoint: BatchEndpoint | null
+  readonly input_file_id: string | null
 }
 
-/** The batch object exactly as the API shows it: file fields and `errors` are always null. */
+/** The batch object exactly as the API shows it: an inline batch's file fields and `errors` are always null. */
 export const toBatchObject = (
   row: BatchRow,
   eta: { readonly rows_ahead: number | null; readonly estimated_completion_at: number | null } = { rows_ahead: null, estimated_completion_at: null },
 ): BatchObject => ({
   id: row.id,
   object: "batch",
-  endpoint: "/v1/chat/completions",
+  endpoint: row.endpoint ?? CHAT_ENDPOINT,
   errors: null,
-  input_file_id: null,
+  input_file_id: row.input_file_id,
   completion_window: row.completion_window,
   status: row.status,
-  output_file_id: null,
-  error_file_id: null,
+  ...batchFiles(row),
   created_at: row.created_at,
   in_progress_at: row.in_progress_at,
   expires_at: row.expires_at,

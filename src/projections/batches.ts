@@ -49,8 +49,8 @@ export const batchesProjection = (
 ) => {
   const s = {
     created: db.prepare(
-      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models, rerun_of)
-       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models, rerun_of, endpoint, input_file_id)
+       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
@@ -190,6 +190,8 @@ export const batchesProjection = (
           event.metadata === null ? null : JSON.stringify(event.metadata),
           JSON.stringify(event.models),
           event.rerun_of ?? null,
+          event.endpoint ?? null,
+          event.input_file_id ?? null,
         ))
         changed?.({ kind: "created", batchId: event.batch_id, models: event.models })
         return false

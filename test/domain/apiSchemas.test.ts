@@ -112,9 +112,15 @@ describe("API schemas", () => {
     expect(Either.isLeft(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, status: "finalizing" }))).toBe(true)
   })
 
-  it("file fields and errors must be null", () => {
-    for (const field of ["errors", "input_file_id", "output_file_id", "error_file_id"])
-      expect(Either.isLeft(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, [field]: "file-1" }))).toBe(true)
+  it("errors must be null; file fields are null or a file id; the endpoint is one of the three batchable ones", () => {
+    expect(Either.isLeft(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, errors: "file-1" }))).toBe(true)
+    for (const field of ["input_file_id", "output_file_id", "error_file_id"]) {
+      expect(Either.isRight(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, [field]: "file-1" }))).toBe(true)
+      expect(Either.isLeft(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, [field]: 1 }))).toBe(true)
+    }
+    for (const endpoint of ["/v1/chat/completions", "/v1/embeddings", "/v1/responses"])
+      expect(Either.isRight(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, endpoint }))).toBe(true)
+    expect(Either.isLeft(Schema.decodeUnknownEither(BatchObject)({ ...seedBatch, endpoint: "/v1/completions" }))).toBe(true)
   })
 
   it("the seed's results page round-trips", () => {

@@ -160,6 +160,7 @@ describe("validateCreateBatch messages", () => {
       metadata: { project: "eval-42" },
     })
     expect(valid).toEqual({
+      endpoint: "/v1/chat/completions",
       requests: [
         { custom_id: "q-1", model: "glm-5.3-flash", body: row("q-1").body },
         {

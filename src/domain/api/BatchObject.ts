@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { BatchStatus } from "./BatchStatus.js"
+import { BatchEndpoint } from "../batch/endpoint.js"
 
 const UnixSeconds = Schema.Int.annotations({ description: "Unix seconds" })
 const UnixSecondsOrNull = Schema.NullOr(UnixSeconds)
@@ -43,13 +44,19 @@ export interface BatchUsage extends Schema.Schema.Type<typeof BatchUsage> {}
 export const BatchObject = Schema.Struct({
   id: Schema.String,
   object: Schema.Literal("batch"),
-  endpoint: Schema.Literal("/v1/chat/completions"),
+  endpoint: BatchEndpoint,
   errors: Schema.Null,
-  input_file_id: Schema.Null,
+  input_file_id: Schema.NullOr(Schema.String).annotations({
+    description: "The uploaded file (`POST /v1/files`) the rows were read from; null for a batch whose rows came in `requests`",
+  }),
   completion_window: Schema.String,
   status: BatchStatus,
-  output_file_id: Schema.Null,
-  error_file_id: Schema.Null,
+  output_file_id: Schema.NullOr(Schema.String).annotations({
+    description: "Once a batch read from a file is final with some rows completed: the file of their results, in OpenAI's output-line format; always null for an inline batch",
+  }),
+  error_file_id: Schema.NullOr(Schema.String).annotations({
+    description: "Once a batch read from a file is final with some rows failed, expired or cancelled: the file of those rows; always null for an inline batch",
+  }),
   created_at: UnixSeconds,
   in_progress_at: UnixSecondsOrNull,
   expires_at: UnixSeconds,

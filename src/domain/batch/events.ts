@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { QueuedResponse } from "../response/queuedResponse.js"
+import { BatchEndpoint } from "./endpoint.js"
 
 /*
  * The batch events are the storage format of the log: auditors replay them and
@@ -40,6 +41,10 @@ export const BatchCreated = Schema.Struct({
   rerun_of: Schema.optional(Schema.String),
   /** Present when this is a response run as a batch of one row (src/domain/response/queuedResponse.ts). */
   response: Schema.optional(QueuedResponse),
+  /** The endpoint every row calls; absent for chat completions (every batch stored before the others). */
+  endpoint: Schema.optional(BatchEndpoint),
+  /** The uploaded file (`file-…`) the rows were read from; absent for a batch whose rows came inline. */
+  input_file_id: Schema.optional(Schema.String),
 })
 
 /**

@@ -4,6 +4,7 @@ import { CreateMessage as M, rowMessage } from "./createMessages.js"
 import { checkChatBody, shown } from "../chat/chatBody.js"
 import { BodyRejection, normalizeRowBody, sentField } from "./responsesBody.js"
 import { isObject, type JsonObject as Obj } from "../json.js"
+import { type BatchEndpoint, CHAT_ENDPOINT } from "./endpoint.js"
 
 export interface ModelAccess {
   /** True when the model exists in the catalog and the account may use it; the validator reports both failures alike. */
@@ -17,6 +18,8 @@ export interface ValidRequest {
 }
 
 export interface ValidBatch {
+  /** The one endpoint every row calls. */
+  readonly endpoint: BatchEndpoint
   readonly requests: ReadonlyArray<ValidRequest>
   readonly metadata: Record<string, string> | null
 }
@@ -54,7 +57,7 @@ export const validateCreateBatch = (
     if (row instanceof CreateRejected) return Either.left(row)
     valid[i] = row
   }
-  return Either.right({ requests: valid, metadata: metadata.right })
+  return Either.right({ endpoint: CHAT_ENDPOINT, requests: valid, metadata: metadata.right })
 }
 
 const unnamed = (i: number, detail: string, param: string) =>
