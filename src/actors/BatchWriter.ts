@@ -1,4 +1,4 @@
-import { Cause, Context, Data, Deferred, Effect, Either, Exit, FiberId, Layer, Option, Runtime } from "effect"
+import { Cause, Context, Data, Deferred, Effect, Either, Exit, FiberId, Layer, Option, Runtime, type Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
 import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
@@ -14,7 +14,7 @@ import { makeLanes } from "./lanes.js"
 import { afterWritten, logLifecycle } from "./writtenHooks.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { FateStore } from "./fate/FateStore.js"
-import { appendBodies, rowsMessages } from "./rowsAdded.js"
+import { appendBodies, appendRowGroups, type NewRow, rowsMessages } from "./rowsAdded.js"
 import { type BatchEndpoint, CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { appendSettled } from "./unknownOutcome.js"
 import type { QueuedResponse } from "../domain/response/queuedResponse.js"
@@ -25,6 +25,8 @@ export interface NewBatch {
   readonly completionWindowMs: number
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requests: ReadonlyArray<{ readonly custom_id: string; readonly model: string; readonly body: unknown }>
+  /** Rows read in groups (from an uploaded file) instead of `requests`, which is then empty. */
+  readonly rowSource?: RowSource
   /** Chosen by the caller when it must name the batch before it is stored (an idempotency claim). */
   readonly batchId?: string
   readonly rerunOf?: string
@@ -33,6 +35,14 @@ export interface NewBatch {
   readonly inputFileId?: string
   /** A response run as this one-row batch; its id must then be a response id (src/domain/batch/subjects.ts). */
   readonly response?: QueuedResponse
+}
+
+/** A batch's rows as groups to be read one after the other, with what the batch event needs to know first. */
+export interface RowSource {
+  readonly total: number
+  /** Each row's model, in order. */
+  readonly rowModels: ReadonlyArray<string>
+  readonly groups: Stream.Stream<ReadonlyArray<NewRow>, LogUnavailable>
 }
 
 export interface Written {
@@ -178,8 +188,8 @@ const createdEvent = (batch: NewBatch, batchId: string, now: number): Extract<Ba
   expires_at: now + batch.completionWindowMs,
   completion_window: windowName(batch.completionWindowMs),
   metadata: batch.metadata === null ? null : { ...batch.metadata },
-  total: batch.requests.length,
-  models: [...new Set(batch.requests.map((r) => r.model))],
+  total: batch.rowSource?.total ?? batch.requests.length,
+  models: [...new Set(batch.rowSource?.rowModels ?? batch.requests.map((r) => r.model))],
   ...(batch.rerunOf === undefined ? {} : { rerun_of: batch.rerunOf }),
   ...(batch.response === undefined ? {} : { response: batch.response }),
   ...(batch.endpoint === undefined || batch.endpoint === CHAT_ENDPOINT ? {} : { endpoint: batch.endpoint }),
@@ -587,13 +597,17 @@ export const Live = Layer.effect(
           onLeft: (e) => Effect.die(e),
           onRight: Effect.succeed,
         })
-        const rowMessages = rowsMessages(batchId, rows!.requests)
-        const rowModels = rows!.requests.map((r) => r.model)
+        const source = rows!.rowSource
+        const rowMessages = source === undefined ? rowsMessages(batchId, rows!.requests) : undefined
+        const rowModels = source?.rowModels ?? rows!.requests.map((r) => r.model)
         rows = undefined
         // The rows go first so that a reader never sees a created batch without its rows. A crash before
         // they are appended leaves bodies that no batch names: never read, purged by nobody.
-        const storedBodies = yield* appendBodies(log, rowMessages)
-        const written = yield* appendSettled(log, [...rowMessages.rowsAdded(storedBodies), ...events.map(message)])
+        const added =
+          rowMessages === undefined
+            ? yield* appendRowGroups(log, batchId, source!.groups)
+            : rowMessages.rowsAdded(yield* appendBodies(log, rowMessages))
+        const written = yield* appendSettled(log, [...added, ...events.map(message)])
         const owner = { accountId: created.account_id, models: created.models }
         live.set(batchId, {
           state: events.reduce(evolve, initialState(batchId)),

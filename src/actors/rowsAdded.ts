@@ -1,6 +1,6 @@
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { batchSubject, chunkMsgId } from "../domain/batch/subjects.js"
-import type { AppendInput, AppendResult, EventLogShape } from "../eventlog/EventLog.js"
+import type { AppendInput, AppendResult, EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import { appendSettled } from "./unknownOutcome.js"
 
 /** Bodies per event, about: small enough that an event seldom needs the log's multi-part messages. */
@@ -30,7 +30,7 @@ export interface RowsMessages {
  * ids and models in `rows_added` events, each naming the log position of its chunk's bodies. The
  * projections decode only the second kind, a small fraction of a batch's bytes.
  */
-export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): RowsMessages => {
+export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>, firstIndex = 0): RowsMessages => {
   // Let go of once every body is serialized: the rows' objects need not outlive their bytes.
   let requests = input
   const chunks: Array<{ readonly first: number; readonly rowsJson: string }> = []
@@ -52,8 +52,8 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>): Row
   let perEvent = 16
   /** One event's bytes from `next` on, about CHUNK_BYTES of bodies, at the end of the buffer. */
   const putEvent = () => {
-    const first = next
-    const rows = requests.slice(first, first + perEvent)
+    const rows = requests.slice(next, next + perEvent)
+    const first = firstIndex + next
     next += rows.length
     put(`{"type":"row_bodies","batch_id":"${batchId}","first":${first},"bodies":`)
     const bodiesJson = JSON.stringify(rows.map((r) => r.body))
@@ -107,4 +107,23 @@ export const appendBodies = (log: EventLogShape, messages: RowsMessages) =>
       stored.push(...(yield* appendSettled(log, group)))
     }
     return stored
+  })
+
+/**
+ * Rows that arrive in groups (read from an uploaded file a few MiB at a time) go to the log as they
+ * come, each group's bodies stored before the next is read, so a create from a 200 MB file never holds
+ * more than a group. Answers the `rows_added` events of every group, to be appended with the batch's.
+ */
+export const appendRowGroups = (log: EventLogShape, batchId: string, groups: Stream.Stream<ReadonlyArray<NewRow>, LogUnavailable>) =>
+  Effect.gen(function* () {
+    const added: Array<AppendInput> = []
+    let next = 0
+    yield* Stream.runForEach(groups, (rows) =>
+      Effect.gen(function* () {
+        const messages = rowsMessages(batchId, rows, next)
+        next += rows.length
+        added.push(...messages.rowsAdded(yield* appendBodies(log, messages)))
+      }),
+    )
+    return added
   })
