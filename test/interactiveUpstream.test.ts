@@ -46,6 +46,7 @@ const entry = (port: number): ModelEntry => ({
   outputUsdPerMtok: 0,
   timeoutMs: 5_000,
   apiKey: undefined,
+  endpoints: ["/v1/chat/completions", "/v1/responses"],
 })
 
 const call = (model: ModelEntry) =>

@@ -25,6 +25,7 @@ describe("the upstream calls of a model with held calls", () => {
     outputUsdPerMtok: 0,
     timeoutMs: TIMEOUT_MS,
     apiKey: undefined,
+    endpoints: ["/v1/chat/completions", "/v1/responses"],
   })
   const until = (what: string, ready: () => boolean) =>
     Effect.promise(async () => {

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { makeBodyCache } from "../actors/bodyCache.js"
 import { BatchWriter } from "../actors/BatchWriter.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
+import type { ModelAccess } from "../domain/batch/validateCreate.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { sharedNextRun } from "../eventlog/sharedNextRun.js"
@@ -78,7 +79,12 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
     /** The models a caller may put in a batch: the catalog's, narrowed to its account's list if it has one. */
     const isAvailable = (caller: Caller) => (model: string) =>
       catalog.has(model) && (caller.account.models === null || caller.account.models.includes(model))
+    /** The same, with the endpoints each model serves: a row calling another is refused at create. */
+    const modelAccess = (caller: Caller): ModelAccess => ({
+      isAvailable: isAvailable(caller),
+      endpointsOf: (model) => catalog.get(model)?.endpoints ?? [],
+    })
 
-    return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable } as const
+    return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable, modelAccess } as const
   }),
 }) {}

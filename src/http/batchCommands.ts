@@ -4,6 +4,7 @@ import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
 import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
+import { CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { isRerun, nothingToRerun, parseRerunRequest } from "../domain/batch/rerunRequest.js"
 import { type CreateRejected, validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { Projector } from "../projections/Projector.js"
@@ -39,7 +40,7 @@ export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCo
       Effect.gen(function* () {
         yield* access.reachable
         const input = yield* readJsonBody()
-        const batch = yield* parsed(validateCreateBatch(input, { isAvailable: access.isAvailable(caller) }))
+        const batch = yield* parsed(validateCreateBatch(input, access.modelAccess(caller)))
         const deps = { catalog, etas: access.etas, batches: access.batches, db: access.db, maxUnfinished: settings.maxUnfinishedBatches }
         return yield* estimateBatch(deps, caller, batch, yield* writer.now)
       })
@@ -61,7 +62,7 @@ export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCo
         for (const row of picked) {
           const body = yield* access.requestBodies.take(original.id, row.idx).pipe(Effect.mapError(access.logDown))
           if (body === undefined) return yield* Effect.fail(access.gone(caller.account.id, original.id))
-          requests.push({ custom_id: row.custom_id, method: "POST", url: "/v1/chat/completions", body: JSON.parse(body) })
+          requests.push({ custom_id: row.custom_id, method: "POST", url: original.endpoint ?? CHAT_ENDPOINT, body: JSON.parse(body) })
         }
         const metadata = request.metadata === undefined ? (original.metadata === null ? null : JSON.parse(original.metadata)) : request.metadata
         return yield* creation.rerun(caller, { requests, metadata }, original.id)

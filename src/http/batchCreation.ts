@@ -5,7 +5,7 @@ import { BatchWriter, newBatchId } from "../actors/BatchWriter.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { makeIdempotencyKeys } from "../actors/idempotencyKeys.js"
 import type { BatchObject } from "../domain/api/BatchObject.js"
-import { type ValidBatch, validateCreateBatch } from "../domain/batch/validateCreate.js"
+import { type ModelAccess, type ValidBatch, validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { idempotencyVerdict, parseIdempotencyKey } from "../domain/idempotency/verdict.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
@@ -60,8 +60,8 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
       current: access.current,
       owned: access.owned,
     }
-    const valid = (input: unknown, isAvailable: (model: string) => boolean) =>
-      Either.match(validateCreateBatch(input, { isAvailable }), {
+    const valid = (input: unknown, models: ModelAccess) =>
+      Either.match(validateCreateBatch(input, models), {
         onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
         onRight: Effect.succeed,
       })
@@ -106,10 +106,10 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
         return { batch: d.current(batchId), replayed: false } satisfies Created
       })
 
-    const store = <R>(caller: Caller, input: Effect.Effect<unknown, ApiError, R>, isAvailable: (model: string) => boolean, rerunOf?: string) =>
+    const store = <R>(caller: Caller, input: Effect.Effect<unknown, ApiError, R>, models: ModelAccess, rerunOf?: string) =>
       Effect.gen(function* () {
         yield* d.limit.hasRoom(caller.account.id)
-        const batch = yield* valid(yield* input, isAvailable)
+        const batch = yield* valid(yield* input, models)
         return yield* storeValid(caller, batch, rerunOf === undefined ? {} : { rerunOf })
       })
 
@@ -119,7 +119,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
      * come) before the batch is stored, with the log refusing a second claim; a create that then fails
      * releases it.
      */
-    const idempotent = (caller: Caller, key: string, isAvailable: (model: string) => boolean) =>
+    const idempotent = (caller: Caller, key: string, models: ModelAccess) =>
       Effect.gen(function* () {
         const digest = sha256(caller.account.id, key)
         let bodySha256 = ""
@@ -143,7 +143,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
               return yield* Effect.fail(stillStoring())
             case "Claim": {
               yield* d.limit.hasRoom(caller.account.id)
-              batch ??= yield* valid(input, isAvailable)
+              batch ??= yield* valid(input, models)
               const batchId = newBatchId()
               let claimedAt = 0
               const claim = d.keys
@@ -178,13 +178,13 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
         yield* access.reachable
         const key = yield* idempotencyKeyHeader
         return yield* Option.match(key, {
-          onNone: () => store(caller, readJsonBody(), access.isAvailable(caller)),
-          onSome: (k) => idempotent(caller, k, access.isAvailable(caller)),
+          onNone: () => store(caller, readJsonBody(), access.modelAccess(caller)),
+          onSome: (k) => idempotent(caller, k, access.modelAccess(caller)),
         })
       })
 
     /** A rerun: the original's rows, checked by every rule of a create. */
-    const rerun = (caller: Caller, input: unknown, rerunOf: string) => store(caller, Effect.succeed(input), access.isAvailable(caller), rerunOf)
+    const rerun = (caller: Caller, input: unknown, rerunOf: string) => store(caller, Effect.succeed(input), access.modelAccess(caller), rerunOf)
 
     return { create, rerun } as const
   }),

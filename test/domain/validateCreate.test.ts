@@ -227,7 +227,7 @@ describe("validateCreateBatch messages", () => {
     [row("q-1", { messages: [{ role: "user", content: "hi" }, { role: 1 }] }), "requests[0] (custom_id 'q-1'): body.messages[1].role must be one of system, developer, user, assistant, tool, function, got 1"],
     [row("q-4", { temperature: "hot" }), "requests[0] (custom_id 'q-4'): body.temperature must be a number from 0 to 2, got \"hot\""],
     [{ ...row("q-1"), method: "GET" }, "requests[0] (custom_id 'q-1'): 'method' must be 'POST', the only method a batch accepts"],
-    [{ ...row("q-1"), url: "/v1/completions" }, "requests[0] (custom_id 'q-1'): 'url' must be '/v1/chat/completions', the only endpoint a batch can call"],
+    [{ ...row("q-1"), url: "/v1/completions" }, "requests[0] (custom_id 'q-1'): 'url' must be one of '/v1/chat/completions', '/v1/embeddings', '/v1/responses', the endpoints a batch can call"],
     [{ custom_id: "q-1" }, "requests[0] (custom_id 'q-1'): 'body' must be a chat-completion request object"],
     [{ body: row("a").body }, "requests[0]: 'custom_id' is required"],
     [row(12), "requests[0]: 'custom_id' must be a string"],

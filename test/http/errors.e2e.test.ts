@@ -95,7 +95,12 @@ describe("the seed's Errors table", () => {
       refusedCreate({ requests: [chatRow("a", "1"), chatRow("b", "2"), chatRow("a", "3")] }, 400, /^requests\[2\] \(custom_id 'a'\): .*requests\[0\]/))
     it("a request has the wrong method or url", async () => {
       await refusedCreate({ requests: [{ ...chatRow("a", "1"), method: "GET" }] }, 400, /'method' must be 'POST'/)
-      await refusedCreate({ requests: [{ ...chatRow("a", "1"), url: "/v1/embeddings" }] }, 400, /'url' must be '\/v1\/chat\/completions'/)
+      await refusedCreate({ requests: [{ ...chatRow("a", "1"), url: "/v1/completions" }] }, 400, /'url' must be one of '\/v1\/chat\/completions', '\/v1\/embeddings', '\/v1\/responses'/)
+      await refusedCreate(
+        { requests: [chatRow("a", "1"), { ...chatRow("b", "2"), url: "/v1/embeddings" }] },
+        400,
+        "requests[1] (custom_id 'b'): 'url' is '/v1/embeddings' but this batch calls '/v1/chat/completions': every request of a batch calls the same endpoint",
+      )
     })
     it("the batch holds too many requests", async () => {
       const requests = Array.from({ length: 50_001 }, (_, i) => ({ custom_id: `r${i}`, body: { model: "glm-5.3-flash", messages: [{ role: "user", content: "x" }] } }))

@@ -6,6 +6,10 @@ export const rowLabel = (index: number, customId?: string): string =>
 export const rowMessage = (index: number, customId: string | undefined, detail: string): string =>
   `${rowLabel(index, customId)}: ${detail}`
 
+/** A message naming a row by its own label (`requests[3]`, `line 4`), with its custom_id when it has a usable one. */
+export const labelledMessage = (label: string, customId: string | undefined, detail: string): string =>
+  customId === undefined ? `${label}: ${detail}` : `${label} (custom_id '${customId}'): ${detail}`
+
 export const CreateMessage = {
   notABatch: "The request body is not a batch: expected a JSON object with a 'requests' array",
   noRequests: "The batch holds no requests: 'requests' must hold at least one",
@@ -29,9 +33,20 @@ export const CreateMessage = {
     `'custom_id' is ${length} characters, more than the limit of ${limit}`,
   customIdRepeated: (firstIndex: number) =>
     `'custom_id' repeats the one of requests[${firstIndex}]; custom_ids must be unique within the batch`,
+  /** The same, of a row named otherwise (a file's `line 3`). */
+  customIdRepeats: (first: string) => `'custom_id' repeats the one of ${first}; custom_ids must be unique within the batch`,
   methodNotPost: "'method' must be 'POST', the only method a batch accepts",
-  urlNotChatCompletions: "'url' must be '/v1/chat/completions', the only endpoint a batch can call",
+  urlUnknown: "'url' must be one of '/v1/chat/completions', '/v1/embeddings', '/v1/responses', the endpoints a batch can call",
+  urlNotTheBatchEndpoint: (url: string, endpoint: string) =>
+    `'url' is '${url}' but this batch calls '${endpoint}': every request of a batch calls the same endpoint`,
   bodyNotAnObject: "'body' must be a chat-completion request object",
+  embeddingsBodyNotAnObject: "'body' must be an embeddings request object",
+  responsesBodyNotAnObject: "'body' must be a Responses API request object",
+  responsesRowMessages: "'body.input' is required: a /v1/responses request carries Responses API input, not chat messages",
+  modelDoesNotServe: (model: string, endpoint: string, served: ReadonlyArray<string>) =>
+    served.length === 0
+      ? `Model '${model}' does not serve ${endpoint}`
+      : `Model '${model}' does not serve ${endpoint}, the endpoint of this batch; it serves ${served.join(", ")}`,
   modelNotAString: (got: string) => `body.model must be a string naming a model, got ${got}`,
   autoModel: (model: string) => `Model '${model}' is an auto model, which cannot be used in a batch; name a specific model`,
   modelNotFound: (model: string) => `Model '${model}' not found`,
