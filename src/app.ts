@@ -11,6 +11,7 @@ import * as BatchLifecycle from "./actors/BatchLifecycle.js"
 import * as BatchWriter from "./actors/BatchWriter.js"
 import * as Dispatcher from "./actors/Dispatcher.js"
 import * as StreamRetention from "./actors/StreamRetention.js"
+import * as FileRetention from "./actors/FileRetention.js"
 import * as Timers from "./actors/Timers.js"
 import * as WebhookDeliverer from "./actors/WebhookDeliverer.js"
 import { catalogLayer } from "./config/catalogLayer.js"
@@ -101,6 +102,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
   const actors = Layer.mergeAll(
     onActorClock(Timers.layer({ retentionMs })),
     onActorClock(StreamRetention.layer({ retentionMs })),
+    onActorClock(FileRetention.layer),
     onActorClock(WebhookDeliverer.layer),
   ).pipe(
     Layer.provideMerge(onActorClock(Dispatcher.Live).pipe(Layer.provide(Layer.succeed(Dispatcher.RunsModels, config.runModels)))),

@@ -213,7 +213,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       Effect.sync(() => makeJetStreamPublisher(nc)),
       (p) => Effect.sync(() => p.close()),
     )
-    const subjects = [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>", "response.>", "stream.>"])]
+    const subjects = [...(options.subjects ?? ["batch.>", "account.>", "idempotency.>", "webhook.>", "response.>", "stream.>", "file.>"])]
     // Made, then asked for its last message (which its leader answers), until both succeed; only a
     // server outside any cluster refuses replicas for good.
     yield* retriedAtStart(

@@ -18,9 +18,9 @@ export const HASH_HEADER = "Sluice-Sha256"
 export const CE_SPEC_VERSION = "1.0"
 export const CE_SOURCE = "/sluice"
 
-/** Batches', responses' (src/domain/batch/subjects.ts's roots) and streams' subjects carry links. */
+/** Batches', responses' (src/domain/batch/subjects.ts's roots), streams' and files' subjects carry links. */
 export const isChained = (subject: string) =>
-  subject.startsWith("batch.") || subject.startsWith("response.") || subject.startsWith("stream.")
+  subject.startsWith("batch.") || subject.startsWith("response.") || subject.startsWith("stream.") || subject.startsWith("file.")
 
 /** A message's link: the SHA-256 of the previous link on its subject ("" for the first), its subject and its data. */
 export const linkHash = (prev: string, subject: string, data: Uint8Array): string =>
@@ -38,11 +38,12 @@ export const cloudEventHeaders = (message: AppendInput, now: Date): Record<strin
   return {
     "ce-specversion": CE_SPEC_VERSION,
     "ce-id": message.msgId ?? randomUUID(),
-    "ce-type": `sluice.${aggregate}.${eventType(message.subject, message.data)}`,
+    // A message that is no event (a file's raw part) says its own type and content type.
+    "ce-type": message.headers?.["ce-type"] ?? `sluice.${aggregate}.${eventType(message.subject, message.data)}`,
     "ce-source": CE_SOURCE,
     "ce-subject": id,
     "ce-time": now.toISOString(),
-    "ce-datacontenttype": "application/json",
+    "ce-datacontenttype": message.headers?.["ce-datacontenttype"] ?? "application/json",
   }
 }
 

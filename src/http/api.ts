@@ -23,6 +23,7 @@ import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
 import { ResponseEventsGroup } from "./responseEventsApi.js"
 import { StoredResponsesGroup } from "./storedResponsesApi.js"
 import { StreamsGroup } from "./streamsApi.js"
+import { FilesGroup } from "./filesApi.js"
 import { bodyDefinitions, documentedBody } from "./documentedBody.js"
 import {
   BadRequest,
@@ -480,6 +481,7 @@ const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string
   responseEvents: [{ apiKey: [] }],
   storedResponses: [{ apiKey: [] }],
   streams: [{ apiKey: [] }],
+  files: [{ apiKey: [] }],
   models: [{ apiKey: [] }],
   admin: [{ adminToken: [] }],
   adminModels: [{ adminToken: [] }],
@@ -522,5 +524,6 @@ export const SluiceApi = HttpApi.make("sluice")
   .add(ResponseEventsGroup)
   .add(StoredResponsesGroup)
   .add(StreamsGroup)
+  .add(FilesGroup)
   .add(OperationsGroup)
   .annotateContext(OpenApi.annotations({ title: "Sluice Batch API", version: "0.1.0", transform: completeDocument }))

@@ -22,6 +22,8 @@ import { StoredResponsesLive } from "./storedResponsesHandlers.js"
 import { Streams } from "./streams.js"
 import { FlexRequests } from "./flexRequests.js"
 import { StreamsLive } from "./streamsHandlers.js"
+import { Files } from "./files.js"
+import { FilesLive } from "./filesHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
@@ -96,6 +98,7 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(ResponsesLive.pipe(Layer.provide(Responses.Default), Layer.provide(Interactive), Layer.provide(Queued), Layer.provide(Flex))),
   Layer.provide(StoredResponsesLive.pipe(Layer.provide(Queued))),
   Layer.provide(StreamsLive.pipe(Layer.provide(Queued))),
+  Layer.provide(FilesLive.pipe(Layer.provide(Files.Default.pipe(Layer.provide(BatchAccess.Default))))),
   Layer.provide(ResponseEventsLive.pipe(Layer.provide(ResponseEvents.Default))),
 )
 

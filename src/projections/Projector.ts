@@ -21,6 +21,8 @@ import { webhooksProjection } from "./webhooks.js"
 import { responsesProjection } from "./responses.js"
 import { streamsProjection } from "./streams.js"
 import { StreamEvent } from "../domain/stream/events.js"
+import { FileEvent, isFilePartSubject } from "../domain/file/events.js"
+import { filesProjection } from "./files.js"
 import { completionsProjection } from "./completions.js"
 import { makeCompletionSignals } from "./completionSignals.js"
 import type { FeedPosition } from "../domain/completion/feedPosition.js"
@@ -39,6 +41,7 @@ const GATHERING = { messages: 2_000, ms: 8 }
 const decodeAccount = Schema.decodeUnknownSync(AccountEvent)
 const decodeWebhook = Schema.decodeUnknownSync(WebhookEvent)
 const decodeStream = Schema.decodeUnknownSync(StreamEvent)
+const decodeFile = Schema.decodeUnknownSync(FileEvent)
 const text = new TextDecoder()
 
 /** The accounts whose rows one applied window changed. */
@@ -108,6 +111,7 @@ export const makeApplier = (
   const webhooks = webhooksProjection(db)
   const responses = responsesProjection(db)
   const streams = streamsProjection(db)
+  const files = filesProjection(db)
   const completions = completionsProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
@@ -133,6 +137,11 @@ export const makeApplier = (
   const applyOne = (message: LogMessage) => {
     // Request bodies, most of a batch's bytes: no projection needs them (`rows_added` says where they are).
     if (isRowBodiesSubject(message.subject)) return true
+    // An uploaded file's bytes: only where they are matters, until a `file_created` names them.
+    if (isFilePartSubject(message.subject)) {
+      files.part(message.subject.slice(5, -5), message.seq, message.time)
+      return true
+    }
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     // A response runs as a batch of one row on its own subjects (src/domain/response/queuedResponse.ts).
     if (kind === "batch" || kind === "response") {
@@ -165,6 +174,8 @@ export const makeApplier = (
     }
     if (kind === "stream") {
       streams(decodeStream(payload), message.seq)
+    } else if (kind === "file") {
+      files.apply(decodeFile(payload), message.seq)
     } else if (kind === "webhook") {
       webhooks.apply(decodeWebhook(payload))
     } else if (kind === "account") {
@@ -195,6 +206,7 @@ export const makeApplier = (
     const last = messages[messages.length - 1]
     if (last !== undefined && last.seq > applied) {
       for (const name of projectionNames) setOffset.run(name, last.seq, last.resumeSeq ?? last.seq + 1)
+      files.movedTo(last.time)
     }
     batches.flush()
     batches.settleClosed()

@@ -4,6 +4,7 @@ import { webhookTables } from "./webhooks.js"
 import { responseTables } from "./responses.js"
 import { streamTables } from "./streams.js"
 import { completionTables } from "./completions.js"
+import { fileTables } from "./files.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
@@ -145,6 +146,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.exec(responseTables)
           db.exec(streamTables)
           db.exec(completionTables)
+          db.exec(fileTables)
           addColumns(db)
           return db
         }),

@@ -31,6 +31,9 @@ export const makeAppliedLinks = () => {
   // purge; a stream has no deletion event, only its tombstone.
   const deleted = (log: EventLogShape, subject: string) => {
     const [root, id = ""] = subject.split(".", 2)
+    // A file's subjects are purged after its deletion, and an upload refused or cut short purges its parts
+    // leaving nothing at all: a file message gone is no sign of divergence, only one replaced is.
+    if (root === "file") return Effect.succeed(true)
     const marks = root === "stream" ? [streamSubject(id, "stream_purged")] : [batchSubject(id, "batch_deleted"), batchSubject(id, "batch_purged")]
     return Effect.map(Effect.forEach(marks, (mark) => log.lastSeqOf(mark)), (seqs) => seqs.some((seq) => seq > 0))
   }
