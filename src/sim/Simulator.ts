@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { parseChatRequest, type ChatRequest } from "./ChatRequest.js"
 import { answerFor, completionJson, completionStream } from "./Completion.js"
+import { type EmbeddingsRequest, embeddingsJson, parseEmbeddingsRequest } from "./Embeddings.js"
 import { tokenizeAnswer } from "./Tokenize.js"
 import { ConcurrencyGate, type GateWaiter } from "./ConcurrencyGate.js"
 import { DIRECTIVE_MARK, parseDirectives, type Directives } from "./Directives.js"
@@ -32,9 +33,13 @@ const RUNNING = 1
 const HANGING = 2
 const DONE = 3
 
+// The endpoint a request came to.
+const CHAT = 0
+const EMBEDDINGS = 1
+
 interface Exchange extends GateWaiter<Exchange> {
   readonly res: ServerResponse
-  readonly request: ChatRequest
+  readonly request: ChatRequest | EmbeddingsRequest
   readonly model: ModelCounters
   readonly outcome: number
   readonly latencyMs: number
@@ -79,7 +84,7 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
   let closing: Promise<void> | undefined
   let admitting = false
 
-  /** Answers a chat-completion request and counts it. */
+  /** Answers a chat-completion or embeddings request and counts it. */
   const reply = (res: ServerResponse, status: number, body: string, model?: ModelCounters): void => {
     bump(answered, status)
     if (model !== undefined) bump(model.answered, status)
@@ -115,7 +120,7 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     return ANSWER
   }
 
-  const receive = (req: IncomingMessage, res: ServerResponse): void => {
+  const receive = (req: IncomingMessage, res: ServerResponse, endpoint: typeof CHAT | typeof EMBEDDINGS): void => {
     received++
     let body = ""
     let tooLarge = false
@@ -130,7 +135,7 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     })
     req.on("end", () => {
       if (tooLarge) reply(res, 413, errorEnvelope(413, "Request body too large."))
-      else admit(res, body)
+      else admit(res, body, endpoint)
     })
   }
 
@@ -149,9 +154,9 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     })
   }
 
-  const admit = (res: ServerResponse, body: string): void => {
+  const admit = (res: ServerResponse, body: string, endpoint: typeof CHAT | typeof EMBEDDINGS): void => {
     if (closing !== undefined) return void res.destroy()
-    const request = parseChatRequest(body)
+    const request = endpoint === CHAT ? parseChatRequest(body) : parseEmbeddingsRequest(body)
     if (typeof request === "string") return reply(res, 400, errorEnvelope(400, request))
     const model = models.get(request.model)
     if (model === undefined) return reply(res, 404, modelNotFound(request.model))
@@ -161,7 +166,8 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     let outcome = UNDECIDED
     let latencyMs = config.latencyMs + jitterDraw * config.jitterMs
     let tokens: number | undefined
-    const text = request.lastUserText
+    // An embeddings request's directives are in its texts; `tokens` means nothing to it.
+    const text = "lastUserText" in request ? request.lastUserText : request.text
     if (text.includes(DIRECTIVE_MARK)) {
       const directives = parseDirectives(text)
       if (directives.error !== undefined) return reply(res, 400, errorEnvelope(400, directives.error), model)
@@ -244,6 +250,11 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
 
   const answer = (exchange: Exchange): void => {
     const { res, request, model } = exchange
+    if ("inputs" in request) {
+      bump(answered, 200)
+      bump(model.answered, 200)
+      return send(res, 200, embeddingsJson(model.quoted, request))
+    }
     const result = answerFor(request, exchange.tokens)
     const id = `chatcmpl-sim${(++nextId).toString(36)}`
     const created = Math.floor(Date.now() / 1000)
@@ -260,6 +271,11 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
   /** Status line and half the body, delimited by closing the connection rather than by a length. */
   const truncate = (exchange: Exchange): void => {
     const { res, request, model } = exchange
+    if ("inputs" in request) {
+      const full = embeddingsJson(model.quoted, request)
+      res.socket?.end(`HTTP/1.1 200 OK\r\ncontent-type: ${JSON_TYPE}\r\nconnection: close\r\n\r\n${full.slice(0, full.length >> 1)}`)
+      return
+    }
     const result = answerFor(request, exchange.tokens)
     const id = `chatcmpl-sim${(++nextId).toString(36)}`
     const created = Math.floor(Date.now() / 1000)
@@ -295,7 +311,8 @@ export const startSimulator = async (options?: SimulatorOptions): Promise<Simula
     const url = req.url ?? "/"
     const query = url.indexOf("?")
     const path = query === -1 ? url : url.slice(0, query)
-    if (req.method === "POST" && path === "/v1/chat/completions") return receive(req, res)
+    if (req.method === "POST" && path === "/v1/chat/completions") return receive(req, res, CHAT)
+    if (req.method === "POST" && path === "/v1/embeddings") return receive(req, res, EMBEDDINGS)
     if (req.method === "POST" && path === "/tokenize") return tokenize(req, res)
     if (req.method === "GET" || req.method === "HEAD") {
       if (path === "/metrics") return send(res, 200, renderMetrics(models.values()), METRICS_TYPE)
