@@ -14,6 +14,10 @@ import { BatchAccess } from "./batchAccess.js"
 import { readJsonBody } from "./body.js"
 import { type ApiError, badRequest, conflict, RetryLater, unprocessable } from "./errors.js"
 import { HttpSettings } from "./settings.js"
+import { Files } from "./files.js"
+import { type FileBatch, prepareFileBatch } from "./batchFromFile.js"
+import { isFileBatchBody, validateFileBatchRequest } from "../domain/file/fileBatch.js"
+import { LogUnavailable } from "../eventlog/EventLog.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
 
 const sha256 = (...parts: ReadonlyArray<string>) => {
@@ -40,6 +44,17 @@ export interface Created {
 /** A claim lost to a concurrent create: the key's records are read again. */
 class Raced {}
 
+/**
+ * The input file read again as its rows are stored, failing (deleted meanwhile, the log away): the writer
+ * stops as the log failing would, and the create answers the file's own error.
+ */
+class FileReadFailed extends LogUnavailable {
+  constructor(readonly answer: ApiError) {
+    super({ message: "the input file could not be read again as its rows were stored" })
+  }
+}
+const fileReadFailed = (e: ApiError) => new FileReadFailed(e)
+
 const stillStoring = () =>
   new RetryLater(conflict("A request with this Idempotency-Key is still being stored; retry once it has answered"), 1)
 
@@ -49,6 +64,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
     const access = yield* BatchAccess
     const writer = yield* BatchWriter
     const settings = yield* HttpSettings
+    const files = yield* Files
     const d = {
       writer,
       completionWindowMs: settings.completionWindowMs,
@@ -60,22 +76,29 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
       current: access.current,
       owned: access.owned,
     }
-    const valid = (input: unknown, models: ModelAccess) =>
-      Either.match(validateCreateBatch(input, models), {
-        onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-        onRight: Effect.succeed,
-      })
+    /** The batch a create body asks for, its every row checked: inline, or read from an uploaded file. */
+    const valid = (caller: Caller, input: unknown, models: ModelAccess): Effect.Effect<ValidBatch | FileBatch, ApiError> =>
+      isFileBatchBody(input)
+        ? Either.match(validateFileBatchRequest(input), {
+            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+            onRight: (request) => prepareFileBatch(request, files.lines(caller.account.id, request.inputFileId), models, fileReadFailed),
+          })
+        : Either.match(validateCreateBatch(input, models), {
+            onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
+            onRight: Effect.succeed,
+          })
 
     /** Stores the batch holding one of the account's unfinished places; `beforeStore` runs in that hold. */
     const storeValid = <E = never>(
       caller: Caller,
-      batch: ValidBatch,
+      batch: ValidBatch | FileBatch,
       options: { readonly batchId?: string; readonly rerunOf?: string; readonly beforeStore?: Effect.Effect<void, E> },
     ): Effect.Effect<Created, ApiError | E> =>
       Effect.gen(function* () {
         // The rows are handed to the writer once and not kept while the projections apply them: a
         // 32 MiB batch is several times that as objects.
-        let rows: ValidBatch["requests"] | undefined = batch.requests
+        let rows: ValidBatch["requests"] | undefined = "requests" in batch ? batch.requests : []
+        const fromFile = "rows" in batch ? { rowSource: batch.rows, inputFileId: batch.inputFileId } : {}
         const take = () => {
           const taken = rows ?? []
           rows = undefined
@@ -93,10 +116,11 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
                 metadata: batch.metadata,
                 endpoint: batch.endpoint,
                 requests: take(),
+                ...fromFile,
                 ...(options.batchId === undefined ? {} : { batchId: options.batchId }),
                 ...(options.rerunOf === undefined ? {} : { rerunOf: options.rerunOf }),
               })
-              .pipe(Effect.mapError(d.logDown))
+              .pipe(Effect.mapError((e) => (e instanceof FileReadFailed ? e.answer : d.logDown(e))))
             yield* d.projector.awaitSeq(seq)
             return { batchId, createdAt }
           }),
@@ -109,7 +133,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
     const store = <R>(caller: Caller, input: Effect.Effect<unknown, ApiError, R>, models: ModelAccess, rerunOf?: string) =>
       Effect.gen(function* () {
         yield* d.limit.hasRoom(caller.account.id)
-        const batch = yield* valid(yield* input, models)
+        const batch = yield* valid(caller, yield* input, models)
         return yield* storeValid(caller, batch, rerunOf === undefined ? {} : { rerunOf })
       })
 
@@ -124,7 +148,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
         const digest = sha256(caller.account.id, key)
         let bodySha256 = ""
         const input = yield* readJsonBody(undefined, { read: (text) => void (bodySha256 = sha256(text)) })
-        let batch: ValidBatch | undefined
+        let batch: ValidBatch | FileBatch | undefined
         for (let attempt = 1; ; attempt++) {
           const found = yield* d.keys.look(digest).pipe(Effect.mapError(d.logDown))
           const now = yield* d.writer.now
@@ -143,7 +167,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
               return yield* Effect.fail(stillStoring())
             case "Claim": {
               yield* d.limit.hasRoom(caller.account.id)
-              batch ??= yield* valid(input, models)
+              batch ??= yield* valid(caller, input, models)
               const batchId = newBatchId()
               let claimedAt = 0
               const claim = d.keys

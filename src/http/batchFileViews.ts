@@ -6,7 +6,7 @@ import { batchFileReads } from "../projections/batchFileReads.js"
 import type { BatchRow } from "../projections/batchReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { BatchAccess } from "./batchAccess.js"
-import { notFound } from "./errors.js"
+import { badRequest, notFound } from "./errors.js"
 
 const PAGE_ROWS = 2_000
 const PAGE_BYTES = 4 * 1024 * 1024
@@ -83,15 +83,29 @@ export class BatchFileViews extends Effect.Service<BatchFileViews>()("Http/Batch
       )
     }
 
-    /** The File objects of the caller's views, for the files list. */
-    const of = (row: BatchRow): ReadonlyArray<BatchFileObject> => {
-      const ids = batchFiles(row)
-      return [
-        ...(ids.output_file_id === null ? [] : [toObject(row, "output", ids.output_file_id)]),
-        ...(ids.error_file_id === null ? [] : [toObject(row, "error", ids.error_file_id)]),
-      ]
+    /** The File objects of every view of the caller's, oldest batch first: for the files list. */
+    const all = (accountId: string): Array<BatchFileObject> =>
+      reads.fileBatchesOf(accountId).flatMap((row) => {
+        const ids = batchFiles(row)
+        return [
+          ...(ids.output_file_id === null ? [] : [toObject(row, "output", ids.output_file_id)]),
+          ...(ids.error_file_id === null ? [] : [toObject(row, "error", ids.error_file_id)]),
+        ]
+      })
+
+    /** `DELETE /v1/files/{id}` for a view id: refused, naming the batch it goes with; `undefined` when the id is not a view's. */
+    const remove = (accountId: string, fileId: string) => {
+      const found = find(accountId, fileId)
+      if (found === undefined) return undefined
+      if (!found.exists) return Effect.fail(fileNotFound(fileId))
+      return Effect.fail(
+        badRequest(
+          `File '${fileId}' is batch ${found.row!.id}'s ${found.kind} file, read from its results: it is deleted with the batch (DELETE /v1/batches/${found.row!.id})`,
+          "file_id",
+        ),
+      )
     }
 
-    return { object, content, of } as const
+    return { object, content, all, remove } as const
   }),
 }) {}

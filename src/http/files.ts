@@ -18,6 +18,7 @@ import type { Caller } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
 import { type ApiError, badRequest, notFound, PayloadTooLarge } from "./errors.js"
 import { Disconnected, Malformed, receiveUpload } from "./fileUpload.js"
+import { type BatchFileObject, BatchFileViews } from "./batchFileViews.js"
 import { parseLimit } from "./pageParams.js"
 
 /** A form's fields and part headers, beyond its file: a body declared larger than a file and this is refused unread. */
@@ -150,11 +151,7 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
       return tombstone === undefined ? fileNotFound(id) : fileDeleted(id, tombstone.deleted_at, tombstone.reason)
     }
 
-    /**
-     * THE BATCH VIEWS' HOOK: an id naming a batch's output or error file (`batchOfFileId`) is answered here
-     * by `get`, `content` and `remove`; until the views exist, as no such file.
-     */
-    const batchView = (_accountId: string, id: string): Effect.Effect<never, ApiError> => Effect.fail(fileNotFound(id))
+    const views = yield* BatchFileViews
 
     /** The caller's uploaded file, readable. */
     const owned = (accountId: string, id: string) => {
@@ -173,21 +170,41 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
         }
         const after = yield* single("after", params.after)
         let afterSeq: number | undefined
-        if (after !== undefined) {
+        if (after !== undefined && purpose === "batch") {
           const row = isUploadedFileId(after) ? reads.ofAccount(caller.account.id, after) : undefined
           if (row === undefined) return yield* Effect.fail(badRequest(`'after' must be the id of one of your files, got '${after}'`, "after"))
           afterSeq = row.seq
         }
-        // THE BATCH VIEWS' HOOK: `purpose: batch_output` files (a batch's output and error views) join this list.
-        const rows = reads.page({ accountId: caller.account.id, purpose, order: order ?? "desc", afterSeq, limit })
-        const data = rows.slice(0, limit).map(fileObject)
-        return { object: "list" as const, data, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null, has_more: rows.length > limit }
+        const page = (data: ReadonlyArray<FileObject | BatchFileObject>, hasMore: boolean) => ({
+          object: "list" as const,
+          data,
+          first_id: data[0]?.id ?? null,
+          last_id: data[data.length - 1]?.id ?? null,
+          has_more: hasMore,
+        })
+        if (purpose === "batch" || (purpose === undefined && after === undefined && views.all(caller.account.id).length === 0)) {
+          const rows = reads.page({ accountId: caller.account.id, purpose, order: order ?? "desc", afterSeq, limit })
+          return page(rows.slice(0, limit).map(fileObject), rows.length > limit)
+        }
+        // A batch's output and error files (purpose `batch_output`) join the list, ordered with the uploads by
+        // when each was made (a view: when its batch ended), then by id.
+        const uploads = purpose === undefined ? reads.page({ accountId: caller.account.id, purpose, order: "asc", afterSeq: undefined, limit: MAX_LIST_LIMIT }).map(fileObject) : []
+        const all = [...uploads, ...(purpose === undefined || purpose === "batch_output" ? views.all(caller.account.id) : [])]
+        const sign = order === "asc" ? 1 : -1
+        all.sort((a, b) => sign * (a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)))
+        let from = 0
+        if (after !== undefined) {
+          from = all.findIndex((f) => f.id === after) + 1
+          if (from === 0) return yield* Effect.fail(badRequest(`'after' must be the id of one of your files, got '${after}'`, "after"))
+        }
+        return page(all.slice(from, from + limit), all.length > from + limit)
       })
 
     const get = (caller: Caller, id: string) =>
       Effect.gen(function* () {
         yield* access.reachable
-        if (batchOfFileId(id) !== undefined) return yield* batchView(caller.account.id, id)
+        const view = views.object(caller.account.id, id)
+        if (view !== undefined) return yield* view
         return fileObject(yield* owned(caller.account.id, id))
       })
 
@@ -208,7 +225,8 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
     const content = (caller: Caller, id: string) =>
       Effect.gen(function* () {
         yield* access.reachable
-        if (batchOfFileId(id) !== undefined) return yield* batchView(caller.account.id, id)
+        const view = views.content(caller.account.id, id)
+        if (view !== undefined) return yield* view
         const row = yield* owned(caller.account.id, id)
         return HttpServerResponse.stream(
           bytesOf(row).pipe(Stream.tapError((e) => Effect.logWarning(`the content of file ${row.id} was cut short`, e))),
@@ -219,7 +237,8 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
     const remove = (caller: Caller, id: string) =>
       Effect.gen(function* () {
         yield* access.reachable
-        if (batchOfFileId(id) !== undefined) return yield* batchView(caller.account.id, id)
+        const view = views.remove(caller.account.id, id)
+        if (view !== undefined) return yield* view
         yield* owned(caller.account.id, id)
         const done = yield* retention.remove(id, "deleted").pipe(Effect.mapError(access.logDown))
         if (done === "gone") return yield* Effect.fail(gone(caller.account.id, id, reads.one(id)))
@@ -264,6 +283,7 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
 
     return { create, list, get, content, remove, usable, lines } as const
   }),
+  dependencies: [BatchFileViews.Default],
 }) {}
 
 /** The log no longer holds every part of a file the read model still shows (purged meanwhile). */

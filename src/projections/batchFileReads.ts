@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3"
 import type { BatchFileKind } from "../domain/file/batchFiles.js"
+import type { BatchRow } from "./batchReads.js"
 
 /*
  * A file-based batch's output and error files, read from its results: the output file holds the rows
@@ -33,9 +34,14 @@ export const batchFileReads = (db: Database.Database) => {
       .pluck(),
   })
   const s = { output: statements("output"), error: statements("error") }
+  const fileBatches = db.prepare<[string], BatchRow>(
+    `SELECT * FROM batches WHERE account_id = ? AND input_file_id IS NOT NULL AND status IN ('completed', 'failed', 'expired', 'cancelled') ORDER BY seq`,
+  )
   /** A final batch's results never change, so a view's size is computed once per instance. */
   const sizes = new Map<string, number>()
   return {
+    /** The account's final batches read from files: those that may have views. */
+    fileBatchesOf: (accountId: string) => fileBatches.all(accountId),
     /** The file's size in bytes: the sum of its lines'. */
     bytes: (batchId: string, kind: BatchFileKind): number => {
       const key = `${batchId} ${kind}`
