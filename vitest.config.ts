@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import LongestFirst from "./test/support/longestFirst.js"
 
 export default defineConfig({
   test: {
@@ -7,7 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    maxWorkers: 2,
+    maxWorkers: 3,
     minWorkers: 1,
+    sequence: { sequencer: LongestFirst },
   },
 })
