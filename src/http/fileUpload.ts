@@ -191,6 +191,8 @@ export const receiveUpload = (log: EventLogShape, fileId: string, incoming: Inco
       }
     })
     yield* Effect.raceFirst(readForm, Deferred.await(broken))
+    // The parser reports a form cut short and then closes, at once: its end may have been taken first.
+    if (yield* Deferred.isDone(broken)) yield* Deferred.await(broken)
     const form: UploadForm = { fields, fileParts, filename, content: writer.count(), tooLarge }
     return { form, stored: writer.stored(), appended } satisfies Received
   }).pipe(Effect.scoped)

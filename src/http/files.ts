@@ -9,7 +9,7 @@ import { batchFiles, batchOfFileId } from "../domain/file/batchFiles.js"
 import { type FileCreated, filePartSubject, fileSubject, oneFile } from "../domain/file/events.js"
 import { isUploadedFileId, uploadedFileId } from "../domain/file/fileId.js"
 import { expiresAt } from "../domain/file/retention.js"
-import { decideUpload, MAX_FILE_BYTES, type UploadRefused } from "../domain/file/upload.js"
+import { decideUpload, makeLineSplitter, MAX_FILE_BYTES, type UploadRefused } from "../domain/file/upload.js"
 import { EventLog, isOutcomeUnknown, LogUnavailable } from "../eventlog/EventLog.js"
 import { type FileRow, type FileTombstone, fileReads } from "../projections/fileReads.js"
 import { Projector } from "../projections/Projector.js"
@@ -269,13 +269,16 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
         return fileObject(row)
       })
 
-    /** The file's lines, each without its newline (`\n` or `\r\n`), in order: as many as its `lines` count. */
+    /** The file's lines, each without its newline (`\n` or `\r\n`), in order: as many as its `lines` count (domain/file/upload.ts). */
     const lines = (accountId: string, fileId: string): Stream.Stream<string, ApiError> =>
       Stream.unwrap(
         Effect.map(usable(accountId, fileId), (file) =>
           bytesOf(reads.one(file.id)!).pipe(
             Stream.decodeText("utf-8"),
-            Stream.splitLines,
+            (text) => Stream.suspend(() => {
+              const splitter = makeLineSplitter()
+              return text.pipe(Stream.mapConcat(splitter.push), Stream.concat(Stream.suspend(() => Stream.fromIterable(splitter.end()))))
+            }),
             Stream.mapError((e) => (e._tag === "Truncated" ? fileNotFound(fileId) : access.logDown(e))),
           ),
         ),

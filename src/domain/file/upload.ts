@@ -63,6 +63,7 @@ export const decideUpload = (form: UploadForm): Either.Either<AcceptedUpload, Up
   if (form.tooLarge) {
     return refuse(`'file' is larger than the limit of ${MAX_FILE_BYTES} bytes (200 MB) for a file`, "file", 413)
   }
+  if (form.fields.has("file")) return refuse("'file' must be a file: a part with a filename (the part's Content-Disposition filename)", "file")
   for (const [name, values] of form.fields) {
     if (!KNOWN_FIELDS.has(name)) return refuse(`Unknown field '${name}': an upload takes 'file', 'purpose' and 'expires_after'`, name)
     if (values.length > 1) return refuse(`'${name}' may be given only once`, name)
@@ -109,4 +110,25 @@ export const decideUpload = (form: UploadForm): Either.Either<AcceptedUpload, Up
     return refuse(`'file' has more than ${MAX_BATCH_FILE_LINES} lines, the limit for a batch file (one request a line)`, "file")
   }
   return Either.right({ filename: form.filename, purpose: "batch", expiresAfter, bytes: form.content.bytes, lines })
+}
+
+/**
+ * Cuts text into lines as `linesOf` counts them: at each `\n`, a `\r` before it dropped, and the text after
+ * the last one a line if there is any. Fed chunk by chunk, it holds only the line not yet ended.
+ */
+export const makeLineSplitter = () => {
+  let rest = ""
+  const line = (text: string) => (text.endsWith("\r") ? text.slice(0, -1) : text)
+  return {
+    push: (chunk: string): Array<string> => {
+      const pieces = (rest + chunk).split("\n")
+      rest = pieces.pop()!
+      return pieces.map(line)
+    },
+    end: (): Array<string> => {
+      const last = rest
+      rest = ""
+      return last === "" ? [] : [line(last)]
+    },
+  }
 }
