@@ -259,6 +259,11 @@ describe("the seed's Errors table", () => {
         "GET /v1/streams",
         "GET /v1/streams/{stream_id}",
         "PATCH /v1/streams/{stream_id}",
+        "POST /v1/files",
+        "GET /v1/files",
+        "GET /v1/files/{file_id}",
+        "GET /v1/files/{file_id}/content",
+        "DELETE /v1/files/{file_id}",
         "GET /v1/batches/{batch_id}/results/{result_id}",
         "GET /v1/models",
         "GET /admin/v1/models",
@@ -268,6 +273,10 @@ describe("the seed's Errors table", () => {
         "GET /metrics",
       ].sort(),
     )
+    const upload = spec.body.paths["/v1/files"].post
+    expect(Object.keys(upload.requestBody.content)).toEqual(["multipart/form-data"])
+    expect(upload.requestBody.content["multipart/form-data"].schema.required).toEqual(["file", "purpose"])
+    expect(Object.keys(upload.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "404", "413"]))
     const create = spec.body.paths["/v1/batches"].post
     expect(create.requestBody.content["application/json"].schema).toBeDefined()
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "404", "409", "413", "422"]))
