@@ -33,6 +33,9 @@ export interface Sizes {
   readonly b15Completions: number
   /** B16's requests of each kind, flex and interactive, a trial. */
   readonly b16Requests: number
+  /** B17's input file: its lines and its size in bytes (MB = 10^6). */
+  readonly b17Lines: number
+  readonly b17Bytes: number
 }
 
 const MiB = 1024 * 1024
@@ -64,6 +67,8 @@ export const FULL: Sizes = {
   b13WindowRows: 15_000,
   b15Completions: 300,
   b16Requests: 200,
+  b17Lines: 50_000,
+  b17Bytes: 200_000_000,
 }
 
 export const QUICK: Sizes = {
@@ -92,6 +97,8 @@ export const QUICK: Sizes = {
   b13WindowRows: 1_500,
   b15Completions: 100,
   b16Requests: 40,
+  b17Lines: 2_000,
+  b17Bytes: 8_000_000,
 }
 
 export interface Running {
