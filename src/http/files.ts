@@ -169,8 +169,10 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
           return yield* Effect.fail(badRequest(`'order' must be 'asc' or 'desc', got '${order}'`, "order"))
         }
         const after = yield* single("after", params.after)
+        // Without views to merge, uploads alone are paged in log order, and every page agrees with the first.
+        const uploadsOnly = purpose === "batch" || (purpose === undefined && views.all(caller.account.id).length === 0)
         let afterSeq: number | undefined
-        if (after !== undefined && purpose === "batch") {
+        if (after !== undefined && uploadsOnly) {
           const row = isUploadedFileId(after) ? reads.ofAccount(caller.account.id, after) : undefined
           if (row === undefined) return yield* Effect.fail(badRequest(`'after' must be the id of one of your files, got '${after}'`, "after"))
           afterSeq = row.seq
@@ -182,7 +184,7 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
           last_id: data[data.length - 1]?.id ?? null,
           has_more: hasMore,
         })
-        if (purpose === "batch" || (purpose === undefined && after === undefined && views.all(caller.account.id).length === 0)) {
+        if (uploadsOnly) {
           const rows = reads.page({ accountId: caller.account.id, purpose, order: order ?? "desc", afterSeq, limit })
           return page(rows.slice(0, limit).map(fileObject), rows.length > limit)
         }

@@ -3,7 +3,11 @@ import { request } from "node:http"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { Effect } from "effect"
 import { MAX_FILE_BYTES } from "../../src/domain/file/upload.js"
+import { EventLog } from "../../src/eventlog/EventLog.js"
+import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
+import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
 import { rawMessages } from "../support/rawLog.js"
 import { waitFor } from "../support/waitFor.js"
 import { withSluice } from "../support/withSluice.js"
@@ -301,5 +305,31 @@ describe.each(["embedded", "nats"] as const)("files on the %s event log", (log) 
       await f.stop()
       rmSync(dataDir, { recursive: true, force: true })
     }
+  })
+
+  it("parts no file_created names, as a crash between them leaves, are purged once silent for an hour", async () => {
+    await f.start()
+    const { openai } = await account("files-crashed")
+    const kept = await openai.files.create({ file: await toFile(Buffer.from(rows(3)), "kept.jsonl"), purpose: "batch" })
+    // What an upload cut short by a crash leaves: its parts, appended by another writer on the same log.
+    const orphan = "file-CrashedUpload0123456789ab"
+    const logLayer =
+      f.natsUrl === undefined
+        ? SqliteEventLog.layer({ path: join(f.sluice.dataDir, "log.sqlite") })
+        : JetStreamEventLog.layer({ url: f.natsUrl, replicas: 1, allowOldServer: false })
+    await Effect.runPromise(
+      Effect.flatMap(EventLog, (eventLog) =>
+        eventLog.append([0, 1].map((n) => ({ subject: `file.${orphan}.part`, data: Buffer.alloc(1000, n), msgId: `${orphan}:part:${n}` }))),
+      ).pipe(Effect.provide(logLayer)),
+    )
+    const orphanSubjects = async () => (await fileSubjects()).filter((s) => s.includes(` file.${orphan}.`))
+    expect(await orphanSubjects()).toHaveLength(2)
+    await f.sluice.adjust(HOUR / 2)
+    await new Promise((r) => setTimeout(r, 300))
+    expect(await orphanSubjects()).toHaveLength(2)
+    await f.sluice.adjust(HOUR)
+    await waitFor("the orphan parts are purged", async () => (await orphanSubjects()).length === 0, { timeoutMs: 20_000 })
+    expect((await openai.files.list()).data.map((x) => x.id)).toEqual([kept.id])
+    expect((await fileSubjects()).filter((s) => s.includes(` file.${kept.id}.`))).toHaveLength(2)
   })
 })
