@@ -7,7 +7,7 @@ import { type BatchState, evolve, initialState, isClosed, isFinal, type RowPhase
 import { batchMsgId, batchSubject } from "../domain/batch/subjects.js"
 import { type AppendInput, type AppendResult, EventLog, isOutcomeUnknown, LogUnavailable, WrongLastSequence } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
-import type { BatchOwner } from "./batchState.js"
+import { type BatchOwner, ownerOf } from "./batchState.js"
 import { loadBatchFromLog } from "./batchFromLog.js"
 import { type LaneHold, LeaseLost } from "./lease/LaneHold.js"
 import { makeLanes } from "./lanes.js"
@@ -89,6 +89,8 @@ export interface BatchWriterShape {
 export interface Claimed {
   readonly rows: ReadonlyArray<number>
   readonly accountId: string
+  /** The endpoint the batch's rows call; absent for chat completions. */
+  readonly endpoint?: BatchEndpoint
 }
 
 export interface Decided {
@@ -608,7 +610,7 @@ export const Live = Layer.effect(
             ? yield* appendRowGroups(log, batchId, source!.groups)
             : rowMessages.rowsAdded(yield* appendBodies(log, rowMessages))
         const written = yield* appendSettled(log, [...added, ...events.map(message)])
-        const owner = { accountId: created.account_id, models: created.models }
+        const owner = ownerOf(created)
         live.set(batchId, {
           state: events.reduce(evolve, initialState(batchId)),
           last: undefined,
@@ -677,7 +679,8 @@ export const Live = Layer.effect(
               const phase = rowPhase(current.state, row)
               return phase === undefined || phase.status === "queued"
             })
-        return { rows, accountId: current.owner?.accountId ?? "" }
+        const endpoint = current.owner?.endpoint
+        return endpoint === undefined ? { rows, accountId: current.owner?.accountId ?? "" } : { rows, accountId: current.owner?.accountId ?? "", endpoint }
       })
 
     return {

@@ -2,6 +2,8 @@ import { Effect, Random } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
+import type { BatchEndpoint } from "../domain/batch/endpoint.js"
+import { type RowRequest, responsesRowResult, rowRequest } from "../domain/batch/rowCall.js"
 import type { BatchEvent } from "../domain/batch/events.js"
 import { rowOutcome } from "../domain/upstream/rowOutcome.js"
 import type { EventLogShape } from "../eventlog/EventLog.js"
@@ -18,8 +20,11 @@ import { type MetricsShape, type ModelSnapshot, answerLabel } from "../metrics/M
 
 export interface ModelActor {
   readonly model: ModelEntry
-  /** `createdAt` (ms), when known, times the rows' first starts. */
-  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>, createdAt?: number) => void
+  /**
+   * `createdAt` (ms), when known, times the rows' first starts. `endpoint`, the batch's when it is not
+   * chat completions, is given with its rows' first enqueue and kept until the batch is dropped.
+   */
+  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>, createdAt?: number, endpoint?: BatchEndpoint) => void
   readonly drop: (batchId: string) => void
   /** Shutdown has begun: no row starts from now on; the running ones go on to finish. */
   readonly stopTaking: () => void
@@ -33,6 +38,12 @@ export interface ModelActor {
 const SHUTDOWN_GRACE_MS = 30_000
 /** Batches whose create time is kept for their rows' first starts; the oldest is forgotten first. */
 const CREATED_AT_LIMIT = 10_000
+
+/** A batch whose rows call another endpoint than chat completions, and when it was created (a Response's `created_at`). */
+interface Route {
+  readonly endpoint: BatchEndpoint
+  readonly createdAt: number
+}
 
 /**
  * One model's actor, run by the holder of its lease: workers take rows in turn from its slots
@@ -59,6 +70,8 @@ export const makeModelActor = (
     const slots = yield* makeModelSlots(model, load, admission, upstream)
     let abandoned = false
     const createdAt = new Map<string, number>()
+    // Only the batches that need one: a chat row's path looks no further than a miss here.
+    const routes = new Map<string, Route>()
     /** Rows sleeping until their retry, by account: queued, though not in the queue. */
     const retrying = new Map<string, number>()
     const bumpRetrying = (accountId: string, by: number) => {
@@ -66,31 +79,49 @@ export const makeModelActor = (
       if (n > 0) retrying.set(accountId, n)
       else retrying.delete(accountId)
     }
-    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>, created?: number) => {
+    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>, created?: number, endpoint?: BatchEndpoint) => {
       if (created !== undefined) {
         if (createdAt.size >= CREATED_AT_LIMIT) createdAt.delete(createdAt.keys().next().value!)
         createdAt.set(batchId, created)
+      }
+      if (endpoint !== undefined && endpoint !== "/v1/chat/completions") {
+        routes.set(batchId, { endpoint, createdAt: created ?? clock.unsafeCurrentTimeMillis() })
       }
       slots.push(accountId, batchId, rows)
     }
 
     const costOf = (usage: unknown) => costUsd(model, usage)
-    const outcomeOf = (attempt: number, body: string, freeSlot: () => void) => {
+    type Answered = { readonly at: number; readonly outcome: RowOutcome; readonly reason: string }
+    /** The outcome of one attempt; `route` and `request`, for a row of another endpoint than chat completions. */
+    const outcomeOf = (attempt: number, body: string, freeSlot: () => void, route?: Route, request?: Extract<RowRequest, { _tag: "Send" }>) => {
       metrics.attempt(model.id)
       return Effect.flatMap(
-        upstream.call(body, (answer, seconds) => {
+        upstream.call(request?.body ?? body, (answer, seconds) => {
           metrics.upstreamAnswered(model.id, answerLabel(answer), seconds)
           // Pushback cuts the slots before this one is given back.
           load.observe(model, answer._tag === "Response" ? answer.status : undefined)
           freeSlot()
-        }, lane.validThrough()),
-        (answer): Effect.Effect<{ readonly at: number; readonly outcome: RowOutcome; readonly reason: string }> =>
+        }, lane.validThrough(), request?.path),
+        (answer): Effect.Effect<Answered> =>
           Effect.map(Random.next, (random) => {
             const at = clock.unsafeCurrentTimeMillis()
             const requestId = `req_${randomUUID().replaceAll("-", "")}`
-            return { at, reason: answerLabel(answer), outcome: rowOutcome(answer, { attempt, at, random, requestId, costOf }) }
+            const responses = request?.responses
+            const resultBody =
+              responses === undefined || route === undefined
+                ? undefined
+                : (completion: unknown) => responsesRowResult(responses, completion, { requestId, model: model.id, createdAt: route.createdAt, completedAt: at })
+            return { at, reason: answerLabel(answer), outcome: rowOutcome(answer, { attempt, at, random, requestId, costOf, resultBody }) }
           }),
       )
+    }
+
+    /** A row of another endpoint than chat completions: its call, or its failure when its stored body cannot be sent. */
+    const routedOutcome = (attempt: number, body: string, freeSlot: () => void, route: Route): Effect.Effect<Answered> => {
+      const request = rowRequest(route.endpoint, body)
+      if (request._tag === "Send") return outcomeOf(attempt, body, freeSlot, route, request)
+      freeSlot()
+      return Effect.sync(() => ({ at: clock.unsafeCurrentTimeMillis(), reason: "refused", outcome: { _tag: "Permanent", error: request.error } }))
     }
 
     // Counted once the log holds the settle: a decision retried after a failed append is counted then.
@@ -158,7 +189,8 @@ export const makeModelActor = (
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
         const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"
-        const { at, outcome, reason } = yield* outcomeOf(start.attempt, body, freeSlot)
+        const route = routes.get(batchId)
+        const { at, outcome, reason } = yield* (route === undefined ? outcomeOf(start.attempt, body, freeSlot) : routedOutcome(start.attempt, body, freeSlot, route))
         yield* Effect.logDebug(`row ${row} of ${batchId} answered: ${reason}`)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
         yield* Effect.logDebug(`row ${row} of ${batchId} start written: ${attempt}`)
@@ -213,6 +245,7 @@ export const makeModelActor = (
         slots.drop(batchId)
         bodies.drop(batchId)
         createdAt.delete(batchId)
+        routes.delete(batchId)
       },
       stopTaking: slots.stopTaking,
       abandon: () => {

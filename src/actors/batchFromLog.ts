@@ -3,7 +3,7 @@ import { decodeBatchMessage, eventsOf } from "../domain/batch/laneWindow.js"
 import { type BatchState, evolve, initialState } from "../domain/batch/state.js"
 import { eventsOnly, isRowBodiesSubject, oneBatch } from "../domain/batch/subjects.js"
 import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
-import type { BatchOwner } from "./batchState.js"
+import { type BatchOwner, ownerOf } from "./batchState.js"
 
 
 /** What a writer knows of a batch: its state, its owner, each row's model, and how far the log was read. */
@@ -41,7 +41,7 @@ export const loadBatchFromLog = (log: EventLogShape, batchId: string): Effect.Ef
           if (decoded === undefined) return
           if (decoded.type === "lane_window") tips.set(decoded.model, { seq: message.seq, lease: decoded.lease })
           for (const event of eventsOf(decoded)) {
-            if (event.type === "batch_created") owner = { accountId: event.account_id, models: event.models }
+            if (event.type === "batch_created") owner = ownerOf(event)
             if (event.type === "rows_added") event.rows.forEach((row, i) => (rowModels[event.first + i] = row.model))
             state = evolve(state, event)
           }

@@ -32,20 +32,40 @@ const textOf = (content: unknown): string => {
 let encoder: Promise<{ encode: (text: string) => Array<number> }> | undefined
 const approximateEncoder = () => (encoder ??= import("js-tiktoken").then((m) => m.getEncoding("o200k_base")))
 
+/** An embeddings body's inputs: its texts, and the tokens of its token-id arrays, which need no tokenizer. */
+const embeddingsInputs = (body: Record<string, unknown>): { readonly texts: ReadonlyArray<string>; readonly tokens: number } => {
+  const input = body["input"]
+  if (typeof input === "string") return { texts: [input], tokens: 0 }
+  if (!Array.isArray(input)) return { texts: [], tokens: 0 }
+  if (input.every((i) => typeof i === "number")) return { texts: [], tokens: input.length }
+  const texts: Array<string> = []
+  let tokens = 0
+  for (const one of input) {
+    if (typeof one === "string") texts.push(one)
+    else if (Array.isArray(one)) tokens += one.length
+  }
+  return { texts, tokens }
+}
+
 /**
- * Prompt tokens of chat bodies for one model: the upstream's own tokenizer where it has one (vLLM's
- * `POST /tokenize`, the simulator's too), else OpenAI's o200k encoding over the messages' text,
- * which the answer marks approximate.
+ * Prompt tokens of chat bodies (or embeddings bodies' inputs) for one model: the upstream's own
+ * tokenizer where it has one (vLLM's `POST /tokenize`, the simulator's too), else OpenAI's o200k
+ * encoding over the messages' text, which the answer marks approximate. An embeddings body's texts are
+ * tokenized in one call, joined by newlines; its token-id arrays count their ids.
  */
-export const countPromptTokens = (model: ModelEntry, bodies: ReadonlyArray<Record<string, unknown>>): Effect.Effect<PromptTokens> => {
+export const countPromptTokens = (
+  model: ModelEntry,
+  bodies: ReadonlyArray<Record<string, unknown>>,
+  embeddings = false,
+): Effect.Effect<PromptTokens> => {
   let maxModelLen: number | undefined
-  const upstream = (body: Record<string, unknown>) =>
+  const tokenize = (request: Record<string, unknown>) =>
     Effect.tryPromise({
       try: async (signal) => {
         const response = await fetch(tokenizeUrl(model), {
           method: "POST",
           headers: { "content-type": "application/json", ...(model.apiKey === undefined ? {} : { authorization: `Bearer ${model.apiKey}` }) },
-          body: JSON.stringify({ model: model.upstreamModel, messages: body["messages"] }),
+          body: JSON.stringify({ model: model.upstreamModel, ...request }),
           signal,
         })
         if (!response.ok) throw new NoTokenizer()
@@ -56,9 +76,18 @@ export const countPromptTokens = (model: ModelEntry, bodies: ReadonlyArray<Recor
       },
       catch: () => new NoTokenizer(),
     }).pipe(Effect.timeoutFail({ duration: TOKENIZE_TIMEOUT, onTimeout: () => new NoTokenizer() }))
+  const upstream = (body: Record<string, unknown>): Effect.Effect<number, NoTokenizer> => {
+    if (!embeddings) return tokenize({ messages: body["messages"] })
+    const { texts, tokens } = embeddingsInputs(body)
+    return texts.length === 0 ? Effect.succeed(tokens) : Effect.map(tokenize({ prompt: texts.join("\n") }), (n) => n + tokens)
+  }
   const approximate = Effect.promise(async () => {
     const enc = await approximateEncoder()
     return bodies.map((body) => {
+      if (embeddings) {
+        const { texts, tokens } = embeddingsInputs(body)
+        return texts.reduce((n, text) => n + enc.encode(text).length, tokens)
+      }
       const messages = Array.isArray(body["messages"]) ? body["messages"] : []
       let n = PER_REPLY
       for (const m of messages) n += PER_MESSAGE + (isObject(m) ? enc.encode(textOf(m["content"])).length : 0)

@@ -1,5 +1,6 @@
 import { Deferred, Duration, Effect, FiberId } from "effect"
 import type { ModelEntry } from "../config/Catalog.js"
+import type { UpstreamPath } from "../domain/batch/rowCall.js"
 import type { UpstreamOutcome } from "../domain/upstream/UpstreamOutcome.js"
 import { type UpstreamTarget, upstreamThread } from "./upstreamThread.js"
 
@@ -10,13 +11,15 @@ const upstreamBody = (model: ModelEntry, body: string): string => {
   return JSON.stringify({ ...parsed, model: model.upstreamModel })
 }
 
+const pathOf = (url: URL) => `${url.pathname}${url.search}`
+
 const targetOf = (model: ModelEntry): UpstreamTarget => {
   const url = new URL(`${model.upstreamUrl}/chat/completions`)
   return {
     https: url.protocol === "https:",
     hostname: url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname,
     ...(url.port === "" ? {} : { port: Number(url.port) }),
-    path: `${url.pathname}${url.search}`,
+    path: pathOf(url),
     ...(url.username === "" ? {} : { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }),
     ...(model.apiKey === undefined ? {} : { apiKey: model.apiKey }),
     maxSockets: Math.max(model.batchConcurrency, 16) * 2,
@@ -38,6 +41,8 @@ export interface UpstreamCaller {
     onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void,
     /** Wall-clock ms after which the call is not sent (the lease it runs under may be another's by then). */
     notAfter?: number,
+    /** Where it goes after the model's URL: `/chat/completions` when absent. */
+    to?: UpstreamPath,
   ) => Effect.Effect<UpstreamOutcome>
   /** At most this many calls at the model at once; calls beyond it wait in the upstream thread. */
   readonly limit: (slots: number) => void
@@ -56,6 +61,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     const clock = yield* Effect.clock
     const thread = yield* upstreamThread
     const target = thread.target(targetOf(model))
+    const embeddingsPath = pathOf(new URL(`${model.upstreamUrl}/embeddings`))
     const inFlight = new Map<number, InFlight>()
     // Completed when a deadline is set while the sweep has none to wait for.
     let armed = Deferred.unsafeMake<void>(FiberId.none)
@@ -102,7 +108,12 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
     }
 
     /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
-    const call = (body: string, onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void, notAfter?: number): Effect.Effect<UpstreamOutcome> =>
+    const call = (
+      body: string,
+      onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void,
+      notAfter?: number,
+      to?: UpstreamPath,
+    ): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
         let id = -1
         let settled = false
@@ -125,6 +136,7 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
             else arm(entry)
           },
           notAfter,
+          to === "/embeddings" ? embeddingsPath : undefined,
         )
         inFlight.set(id, entry)
         arm(entry)

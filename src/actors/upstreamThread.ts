@@ -21,7 +21,8 @@ export interface UpstreamThread {
    * Sends one call. `onOutcome` runs once: with the answer, or a network error if the thread stops first.
    * A call beyond the target's limit waits in the thread for a slot: `onHeld(true)` says it waits,
    * `onHeld(false)` that it has been sent. A call that reaches the thread after `notAfter` (wall-clock
-   * ms) is not sent and answers a network error.
+   * ms) is not sent and answers a network error. `path` sends it elsewhere on the target's server (an
+   * embeddings row's call), in the target's slots all the same.
    */
   readonly send: (
     target: number,
@@ -29,6 +30,7 @@ export interface UpstreamThread {
     onOutcome: (outcome: UpstreamOutcome) => void,
     onHeld?: (held: boolean) => void,
     notAfter?: number,
+    path?: string,
   ) => number
   /** At most `limit` of the target's calls at its server at once (unlimited until set). */
   readonly limit: (target: number, limit: number) => void
@@ -40,7 +42,7 @@ export interface UpstreamThread {
 
 interface ToWorker {
   readonly targets: Array<readonly [number, UpstreamTarget]>
-  readonly calls: Array<{ readonly id: number; readonly target: number; readonly body: string; readonly notAfter?: number }>
+  readonly calls: Array<{ readonly id: number; readonly target: number; readonly body: string; readonly notAfter?: number; readonly path?: string }>
   readonly aborts: Array<number>
   readonly limits: Array<readonly [number, number]>
 }
@@ -126,12 +128,13 @@ const makeThread = (): UpstreamThread => {
       if (worker !== undefined) queue().targets.push([index, target])
       return index
     },
-    send: (target, body, onOutcome, onHeld, notAfter) => {
+    send: (target, body, onOutcome, onHeld, notAfter, path) => {
       if (worker === undefined) start()
       const id = nextId++
       waiting.set(id, onOutcome)
       if (onHeld !== undefined) holds.set(id, onHeld)
-      queue().calls.push(notAfter === undefined || notAfter === Number.POSITIVE_INFINITY ? { id, target, body } : { id, target, body, notAfter })
+      const call = notAfter === undefined || notAfter === Number.POSITIVE_INFINITY ? { id, target, body } : { id, target, body, notAfter }
+      queue().calls.push(path === undefined ? call : { ...call, path })
       return id
     },
     limit: (target, limit) => {

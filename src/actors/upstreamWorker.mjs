@@ -6,7 +6,7 @@ import https from "node:https"
 import { parentPort } from "node:worker_threads"
 
 /** @typedef {{ https: boolean, hostname: string, port?: number, path: string, auth?: string, apiKey?: string, maxSockets: number }} Target */
-/** @typedef {{ id: number, target: number, body: string, notAfter?: number }} Call */
+/** @typedef {{ id: number, target: number, body: string, notAfter?: number, path?: string }} Call */
 /** @typedef {{ targets?: Array<[number, Target]>, calls?: Array<Call>, aborts?: Array<number>, limits?: Array<[number, number]> }} ToWorker */
 /** @typedef {{ limit: number, running: number, held: Array<Call> }} Lane */
 
@@ -114,6 +114,8 @@ const launch = (call, lane) => {
   const request = target.client.request(
     {
       ...target.options,
+      // A call to another path of the target's server (an embeddings row's); the target's own otherwise.
+      path: call.path ?? target.options.path,
       headers: {
         "content-type": "application/json",
         "content-length": payload.length,

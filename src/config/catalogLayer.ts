@@ -1,7 +1,7 @@
 import { Data, Effect, Layer, Option, ParseResult, type Scope } from "effect"
 import { readFileSync } from "node:fs"
 import { startSimulator } from "../sim/Simulator.js"
-import { builtInModels, type Catalog, catalogFrom, decodeCatalogFile } from "./Catalog.js"
+import { builtInEmbeddingModel, builtInModels, type Catalog, catalogFrom, decodeCatalogFile } from "./Catalog.js"
 import { ModelCatalog } from "./ModelCatalog.js"
 
 /** The catalog file cannot be used; `problem` says why in one line. */
@@ -35,11 +35,20 @@ const fromFile = (path: string) =>
 
 /** With no catalog configured, the models of the public docs are served by a simulator inside this process. */
 const builtIn = Effect.acquireRelease(
-  Effect.promise(() => startSimulator({ models: [...builtInModels], latencyMs: 50 })),
+  Effect.promise(() => startSimulator({ models: [...builtInModels, builtInEmbeddingModel], latencyMs: 50 })),
   (sim) => Effect.promise(() => sim.close()),
 ).pipe(
-  Effect.tap((sim) => Effect.logInfo(`no SLUICE_MODELS catalog: serving ${builtInModels.join(", ")} from the built-in simulator at ${sim.url}`)),
-  Effect.map((sim) => catalogFrom({ models: builtInModels.map((id) => ({ id, upstream_url: sim.url, batch_concurrency: 8, input_usd_per_mtok: 0.1, output_usd_per_mtok: 0.4 })) })),
+  Effect.tap((sim) =>
+    Effect.logInfo(`no SLUICE_MODELS catalog: serving ${[...builtInModels, builtInEmbeddingModel].join(", ")} from the built-in simulator at ${sim.url}`),
+  ),
+  Effect.map((sim) =>
+    catalogFrom({
+      models: [
+        ...builtInModels.map((id) => ({ id, upstream_url: sim.url, batch_concurrency: 8, input_usd_per_mtok: 0.1, output_usd_per_mtok: 0.4 })),
+        { id: builtInEmbeddingModel, upstream_url: sim.url, batch_concurrency: 8, input_usd_per_mtok: 0.02, endpoints: ["/v1/embeddings"] as const },
+      ],
+    }),
+  ),
 )
 
 export const catalogLayer = (modelsPath: Option.Option<string>) =>

@@ -20,6 +20,7 @@ import { ServiceTiers } from "../domain/response/validateRequest.js"
 import { WebhookEventName } from "../domain/webhook/events.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
+import { BatchEndpoint } from "../domain/batch/endpoint.js"
 import { ResponseEventsGroup } from "./responseEventsApi.js"
 import { StoredResponsesGroup } from "./storedResponsesApi.js"
 import { StreamsGroup } from "./streamsApi.js"
@@ -66,7 +67,7 @@ const ResultPath = Schema.Struct({ batch_id: Schema.String, result_id: Schema.St
 const ResultWithRequest = Schema.Struct({
   ...ResultLine.fields,
   request: Schema.NullOr(
-    Schema.Struct({ custom_id: Schema.String, method: Schema.Literal("POST"), url: Schema.Literal("/v1/chat/completions"), body: Schema.Unknown }),
+    Schema.Struct({ custom_id: Schema.String, method: Schema.Literal("POST"), url: BatchEndpoint, body: Schema.Unknown }),
   ),
 }).annotations({
   identifier: "ResultWithRequest",
@@ -399,6 +400,9 @@ const ModelObject = Schema.Struct({
   batch_concurrency: Schema.Number,
   input_usd_per_mtok: Schema.Number,
   output_usd_per_mtok: Schema.Number,
+  endpoints: Schema.Array(BatchEndpoint).annotations({
+    description: "The endpoints the model serves: a batch's rows and requests of their own may call these with it",
+  }),
 }).annotations({ identifier: "Model" })
 
 /** The models a key's account may use, in OpenAI's list shape with Sluice's fields. */

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
 import type { Caller } from "./auth.js"
@@ -82,7 +83,7 @@ export class BatchQueries extends Effect.Service<BatchQueries>()("Http/BatchQuer
     const result = (caller: Caller, batchId: string, resultId: string) =>
       Effect.gen(function* () {
         yield* access.reachable
-        yield* access.owned(caller.account.id, batchId)
+        const batch = yield* access.owned(caller.account.id, batchId)
         const idx = parseResultId(resultId)
         const line = idx === undefined ? undefined : results.lineJson(batchId, idx)
         if (idx === undefined || line === undefined) {
@@ -92,7 +93,7 @@ export class BatchQueries extends Effect.Service<BatchQueries>()("Http/BatchQuer
         const request =
           body === undefined
             ? "null"
-            : `{"custom_id":${JSON.stringify(results.customId(batchId, idx))},"method":"POST","url":"/v1/chat/completions","body":${body}}`
+            : `{"custom_id":${JSON.stringify(results.customId(batchId, idx))},"method":"POST","url":"${batch.endpoint ?? CHAT_ENDPOINT}","body":${body}}`
         return `${line.slice(0, -1)},"request":${request}}`
       })
 

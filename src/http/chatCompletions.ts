@@ -7,6 +7,8 @@ import { type UpstreamAnswer, type UpstreamFailed, brokenOff, openUpstream, read
 import { InteractiveLoad, ModelLoad } from "../actors/ModelLoad.js"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
+import { CreateMessage } from "../domain/batch/createMessages.js"
+import { CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { type ValidChat, upstreamChatBody, validateChatRequest } from "../domain/chat/chatRequest.js"
 import { SseRelay } from "../domain/chat/SseRelay.js"
 import { readJsonBody } from "./body.js"
@@ -168,6 +170,9 @@ export class ChatCompletions extends Effect.Service<ChatCompletions>()("Http/Cha
             rejected._tag === "ModelNotFound" ? notFound(rejected.message, "model_not_found") : badRequest(rejected.message, rejected.param),
           )
         }
+        const served = catalog.get(valid.right.model)!.endpoints
+        if (!served.includes(CHAT_ENDPOINT))
+          return yield* Effect.fail(badRequest(CreateMessage.modelServesOthers(valid.right.model, CHAT_ENDPOINT, served), "model"))
         const tier = flexAsk(input)
         if (tier._tag === "Refused") return yield* Effect.fail(badRequest(tier.message, tier.param))
         // Flex runs on batch slots, which only accounts with batch access may use; others are served at once.

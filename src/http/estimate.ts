@@ -2,6 +2,8 @@ import { Effect } from "effect"
 import type { Catalog } from "../config/Catalog.js"
 import { utcDay } from "../domain/account/utcDay.js"
 import { costRange, fitsDailyQuota, maxCompletionOf } from "../domain/batch/estimate.js"
+import type { BatchEndpoint } from "../domain/batch/endpoint.js"
+import { BodyRejection, normalizeRowBody } from "../domain/batch/responsesBody.js"
 import type { ValidBatch } from "../domain/batch/validateCreate.js"
 import { countPromptTokens, type TokenSource } from "../actors/promptTokens.js"
 import type { BatchReads } from "../projections/batchReads.js"
@@ -13,6 +15,13 @@ import type { Etas } from "./eta.js"
 /** Names no batch: the estimate's rows are not in any queue yet. */
 const NOT_YET = "batch_estimate"
 
+/** What a row's tokens are counted on: a Responses row's body in the chat form it is sent in, the others' as they are. */
+const chatFormOf = (endpoint: BatchEndpoint, body: Record<string, unknown>): Record<string, unknown> => {
+  if (endpoint !== "/v1/responses") return body
+  const chat = normalizeRowBody(body)
+  return chat instanceof BodyRejection ? body : chat
+}
+
 /** `POST /v1/batches/estimate`'s answer for a valid create body: tokens, cost, place in the queues, limits. */
 export const estimateBatch = (
   deps: { readonly catalog: Catalog; readonly etas: Etas; readonly batches: BatchReads; readonly db: ReadModel["Type"]; readonly maxUnfinished: number },
@@ -21,22 +30,24 @@ export const estimateBatch = (
   now: number,
 ) =>
   Effect.gen(function* () {
+    const embeddings = batch.endpoint === "/v1/embeddings"
     const byModel = new Map<string, Array<Record<string, unknown>>>()
-    for (const r of batch.requests) byModel.set(r.model, [...(byModel.get(r.model) ?? []), r.body])
+    for (const r of batch.requests) byModel.set(r.model, [...(byModel.get(r.model) ?? []), chatFormOf(batch.endpoint, r.body)])
     const sources = new Set<TokenSource>()
     const models = yield* Effect.forEach(
       byModel,
       ([model, bodies]) =>
         Effect.gen(function* () {
           const entry = deps.catalog.get(model)!
-          const tokens = yield* countPromptTokens(entry, bodies)
+          const tokens = yield* countPromptTokens(entry, bodies, embeddings)
           sources.add(tokens.source)
           let prompt = 0
           let completion = 0
           bodies.forEach((body, i) => {
             const p = tokens.counts[i]!
             prompt += p
-            completion += maxCompletionOf(body, p, tokens.maxModelLen)
+            // An embeddings answer completes nothing.
+            if (!embeddings) completion += maxCompletionOf(body, p, tokens.maxModelLen)
           })
           const place = deps.etas.onModel(model, caller.account.id, NOT_YET, { queued: bodies.length, running: 0 }, now)
           return {

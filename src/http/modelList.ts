@@ -21,6 +21,7 @@ export class ModelList extends Effect.Service<ModelList>()("Http/ModelList", {
           batch_concurrency: m.batchConcurrency,
           input_usd_per_mtok: m.inputUsdPerMtok,
           output_usd_per_mtok: m.outputUsdPerMtok,
+          endpoints: m.endpoints,
         }))
       return { object: "list" as const, data }
     }

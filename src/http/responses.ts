@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto"
 import type { Caller } from "../actors/Accounts.js"
 import { ActorClock } from "../actors/ActorClock.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
+import { CreateMessage } from "../domain/batch/createMessages.js"
 import { type UpstreamReply, responseFrom } from "../domain/response/fromCompletion.js"
 import { type ValidResponseRequest, validateResponseRequest } from "../domain/response/validateRequest.js"
 import { readJsonBody } from "./body.js"
@@ -74,6 +75,9 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
           )
         }
         const request = valid.right
+        const served = catalog.get(request.model)!.endpoints
+        if (!served.includes("/v1/responses"))
+          return yield* Effect.fail(badRequest(CreateMessage.modelServesOthers(request.model, "/v1/responses", served), "model"))
         const tier = flexAsk(input)
         if (tier._tag === "Refused") return yield* Effect.fail(badRequest(tier.message, tier.param))
         const streamId = request.echo.metadata["stream_id"]

@@ -16,6 +16,7 @@ export interface CatalogEntry {
   readonly input_usd_per_mtok?: number
   readonly output_usd_per_mtok?: number
   readonly timeout_ms?: number
+  readonly endpoints?: ReadonlyArray<"/v1/chat/completions" | "/v1/embeddings">
 }
 
 export interface SluiceOptions {

@@ -43,6 +43,9 @@ export const CreateMessage = {
   embeddingsBodyNotAnObject: "'body' must be an embeddings request object",
   responsesBodyNotAnObject: "'body' must be a Responses API request object",
   responsesRowMessages: "'body.input' is required: a /v1/responses request carries Responses API input, not chat messages",
+  /** A request of its own (`POST /v1/chat/completions`, `/v1/responses`) naming a model that serves only other endpoints. */
+  modelServesOthers: (model: string, endpoint: string, served: ReadonlyArray<string>) =>
+    `Model '${model}' does not serve ${endpoint}; it serves ${served.join(", ")}`,
   modelDoesNotServe: (model: string, endpoint: string, served: ReadonlyArray<string>) =>
     served.length === 0
       ? `Model '${model}' does not serve ${endpoint}`

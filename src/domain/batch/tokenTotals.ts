@@ -18,20 +18,22 @@ const count = (u: unknown): number => (isCount(u) ? u : 0)
 const detail = (details: unknown, name: string): number => (isObject(details) ? count(details[name]) : 0)
 
 /**
- * A chat completion's tokens, from its `usage`: prompt as input, completion as output, the cached and
- * reasoning details where it gives them, and its own total, else input plus output.
+ * A result body's tokens, from its `usage`: a chat completion's (or an embeddings answer's) prompt as
+ * input and completion as output, a Response object's input and output; the cached and reasoning
+ * details where it gives them, and its own total, else input plus output.
  */
 export const completionTokens = (completion: unknown): TokenTotals => {
   const usage = isObject(completion) ? completion["usage"] : undefined
   if (!isObject(usage)) return noTokens
-  const input = count(usage["prompt_tokens"])
-  const output = count(usage["completion_tokens"])
+  const chat = usage["prompt_tokens"] !== undefined || usage["input_tokens"] === undefined
+  const input = count(usage[chat ? "prompt_tokens" : "input_tokens"])
+  const output = count(usage[chat ? "completion_tokens" : "output_tokens"])
   const total = usage["total_tokens"]
   return {
     input_tokens: input,
-    cached_tokens: detail(usage["prompt_tokens_details"], "cached_tokens"),
+    cached_tokens: detail(usage[chat ? "prompt_tokens_details" : "input_tokens_details"], "cached_tokens"),
     output_tokens: output,
-    reasoning_tokens: detail(usage["completion_tokens_details"], "reasoning_tokens"),
+    reasoning_tokens: detail(usage[chat ? "completion_tokens_details" : "output_tokens_details"], "reasoning_tokens"),
     total_tokens: isCount(total) ? total : input + output,
   }
 }

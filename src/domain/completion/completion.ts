@@ -22,11 +22,15 @@ export interface Completion {
 
 const count = (u: unknown): number | null => (typeof u === "number" && Number.isSafeInteger(u) && u >= 0 ? u : null)
 
-/** A chat completion's token counts, each null where its `usage` does not give a whole number. */
+/**
+ * A result body's token counts (a chat completion's or an embeddings answer's, a Response object's
+ * input and output), each null where its `usage` does not give a whole number.
+ */
 export const usageTokens = (completion: unknown) => {
   const usage = isObject(completion) ? completion["usage"] : undefined
-  const prompt = isObject(usage) ? count(usage["prompt_tokens"]) : null
-  const output = isObject(usage) ? count(usage["completion_tokens"]) : null
+  const chat = isObject(usage) && (usage["prompt_tokens"] !== undefined || usage["input_tokens"] === undefined)
+  const prompt = isObject(usage) ? count(usage[chat ? "prompt_tokens" : "input_tokens"]) : null
+  const output = isObject(usage) ? count(usage[chat ? "completion_tokens" : "output_tokens"]) : null
   const total = isObject(usage) ? count(usage["total_tokens"]) : null
   return {
     promptTokens: prompt,

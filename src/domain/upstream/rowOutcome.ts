@@ -15,6 +15,8 @@ export interface AttemptContext {
   readonly requestId: string
   /** The answer's cost from its `usage`, at the model's prices. */
   readonly costOf: (usage: unknown) => number
+  /** A completed row's result body from the upstream's answer (a Responses row's Response object); the answer itself when absent. */
+  readonly resultBody?: (answer: unknown) => unknown
 }
 
 /** The row outcome an upstream answer gives: completed with its response and cost, retryable with its retry time, or permanent. */
@@ -26,7 +28,7 @@ export const rowOutcome = (answer: UpstreamOutcome, context: AttemptContext): Ro
       const usage = (completion as { usage?: unknown } | null)?.usage
       return {
         _tag: "Completed",
-        response: { status_code: 200, request_id: context.requestId, body: completion },
+        response: { status_code: 200, request_id: context.requestId, body: context.resultBody === undefined ? completion : context.resultBody(completion) },
         costUsd: context.costOf(usage),
       }
     }
