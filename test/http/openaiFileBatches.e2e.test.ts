@@ -6,6 +6,7 @@ import { withSluice } from "../support/withSluice.js"
 const CHAT = "glm-5.3-flash"
 const SLOW = "slow-model"
 const EMBED = "embed-small"
+const EMBED_UPSTREAM = "qwen3-embedding-0.6b"
 
 /*
  * OpenAI's file-based batch flow, driven by the official `openai` package unmodified, on both logs:
@@ -36,8 +37,9 @@ for (const log of ["embedded", "nats"] as const) {
       models: (url) => [
         { id: CHAT, upstream_url: url },
         { id: SLOW, upstream_url: url, upstream_model: CHAT, batch_concurrency: 1 },
-        { id: EMBED, upstream_url: url, endpoints: ["/v1/embeddings"] },
+        { id: EMBED, upstream_url: url, upstream_model: EMBED_UPSTREAM, endpoints: ["/v1/embeddings"] },
       ],
+      simulator: { models: [CHAT, EMBED_UPSTREAM] },
     })
     let openai: OpenAI
     let key: string
@@ -195,6 +197,26 @@ for (const log of ["embedded", "nats"] as const) {
       expect(new Set(errors.map((l) => l.custom_id)).size).toBe(errors.length)
       if (completed > 0) expect(parseLines(await (await openai.files.content(done.output_file_id!)).text())).toHaveLength(completed)
       else expect(done.output_file_id).toBeNull()
+    })
+
+    it("an Idempotency-Key makes a retried create from a file answer the same batch", async () => {
+      const file = await upload("again.jsonl", [
+        { custom_id: "k", method: "POST", url: "/v1/chat/completions", body: { model: CHAT, messages: [{ role: "user", content: "k" }] } },
+      ])
+      const create = (endpoint: string) =>
+        fetch(`${f.sluice.url}/v1/batches`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": `file-${file.id}` },
+          body: JSON.stringify({ input_file_id: file.id, endpoint, completion_window: "24h" }),
+        })
+      const first = await create("/v1/chat/completions")
+      const second = await create("/v1/chat/completions")
+      expect(first.status).toBe(200)
+      expect(second.status).toBe(200)
+      const [a, b] = [(await first.json()) as { id: string }, (await second.json()) as { id: string }]
+      expect(b.id).toBe(a.id)
+      expect((await create("/v1/embeddings")).status).toBe(422)
+      expect((await runToFinal(a.id)).request_counts?.total).toBe(1)
     })
 
     it("files.delete removes an uploaded file; a batch already made from it keeps its rows", async () => {
