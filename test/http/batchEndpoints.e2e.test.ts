@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
 import { SIM_EMBEDDING_DIMENSIONS, embeddingOf } from "../../src/sim/Embeddings.js"
@@ -219,6 +222,9 @@ describe.each(["embedded", "nats"] as const)("a batch's endpoint, end to end (%s
     const chat = await api().call("POST", "/v1/chat/completions", { model: EMBED, messages: [{ role: "user", content: "hi" }] })
     expect(chat.status).toBe(400)
     expect(chat.body.error).toMatchObject({ message: "Model 'qwen3-embedding-0.6b' does not serve /v1/chat/completions; it serves /v1/embeddings", param: "model" })
+    const response = await api().call("POST", "/v1/responses", { model: EMBED, input: "hi" })
+    expect(response.status).toBe(400)
+    expect(response.body.error).toMatchObject({ message: "Model 'qwen3-embedding-0.6b' does not serve /v1/responses; it serves /v1/embeddings", param: "model" })
   })
 
   it("a chat batch beside them answers as before, and the models list says what each model serves", async () => {
@@ -236,5 +242,73 @@ describe.each(["embedded", "nats"] as const)("a batch's endpoint, end to end (%s
       [CHAT, ["/v1/chat/completions", "/v1/responses"]],
       [EMBED, ["/v1/embeddings"]],
     ])
+  })
+})
+
+describe.each(["embedded", "nats"] as const)("a batch's endpoint across a restart (%s log)", (log) => {
+  const f = withSluice({
+    log,
+    inProcess: true,
+    lifetime: "test",
+    simulator: { models: [CHAT, EMBED_UPSTREAM], latencyMs: 2 },
+    models: (url) => [
+      { id: CHAT, upstream_url: url, batch_concurrency: 4 },
+      { id: EMBED, upstream_url: url, upstream_model: EMBED_UPSTREAM, batch_concurrency: 4, endpoints: ["/v1/embeddings"] },
+    ],
+  })
+  const api = () => f.api()
+
+  it("an instance started on the log runs the rows another left waiting, each on its batch's endpoint", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "sluice-endpoints-"))
+    try {
+      // The first instance's upstream does not answer: every row's first attempt fails and waits for its retry.
+      const nowhere = "http://127.0.0.1:9/v1"
+      await f.start({
+        dataDir,
+        keepData: true,
+        models: [
+          { id: CHAT, upstream_url: nowhere },
+          { id: EMBED, upstream_url: nowhere, upstream_model: EMBED_UPSTREAM, endpoints: ["/v1/embeddings"] },
+        ],
+      })
+      const embeddings = await api().call("POST", "/v1/batches", {
+        requests: [
+          { custom_id: "e-1", url: "/v1/embeddings", body: { model: EMBED, input: "first text" } },
+          { custom_id: "e-2", body: { model: EMBED, input: ["second", "third"], dimensions: 4 } },
+        ],
+      })
+      const responses = await api().call("POST", "/v1/batches", { requests: [{ custom_id: "r-1", url: "/v1/responses", body: { model: CHAT, input: "After a restart" } }] })
+      expect([embeddings.status, responses.status]).toEqual([200, 200])
+      for (const id of [embeddings.body.id, responses.body.id]) {
+        for (let i = 0; ; i++) {
+          const rows = await api().allResults(id)
+          if (rows.every((r) => r.status === "queued" && r.error !== null)) break
+          if (i > 1000) throw new Error(`the rows of ${id} were not tried: ${JSON.stringify(rows)}`)
+          await new Promise((r) => setTimeout(r, 10))
+        }
+      }
+      const stoppedAt = await f.sluice.now()
+      await f.stop()
+
+      await f.start({ dataDir, keepData: true, startAt: stoppedAt })
+      for (const id of [embeddings.body.id, responses.body.id]) {
+        for (let step = 0; ; step++) {
+          const batch = await api().call("GET", `/v1/batches/${id}`)
+          if (final.includes(batch.body.status)) break
+          if (step > 600) throw new Error(`batch ${id} did not finish: ${batch.text}`)
+          if (f.sim.stats().inFlight === 0) await f.sluice.adjust(5_000)
+          await new Promise((r) => setTimeout(r, 10))
+        }
+      }
+      const [e1, e2] = await api().allResults(embeddings.body.id)
+      expect(e1.response.body.data[0].embedding).toEqual(Array.from(embeddingOf("first text", SIM_EMBEDDING_DIMENSIONS)))
+      expect(e2.response.body.data.map((d: { embedding: Array<number> }) => d.embedding)).toEqual([Array.from(embeddingOf("second", 4)), Array.from(embeddingOf("third", 4))])
+      const [r1] = await api().allResults(responses.body.id)
+      expect(r1.response.body).toMatchObject({ object: "response", status: "completed", model: CHAT })
+      expect(r1.response.body.output[0].content[0].text).toBe("Simulated answer to: After a restart")
+    } finally {
+      await f.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 })
