@@ -1,4 +1,4 @@
-import { Effect, Either } from "effect"
+import { Effect, Either, Stream } from "effect"
 import { BatchWriter } from "../actors/BatchWriter.js"
 import { makeDeleteBatch } from "../actors/deleteBatch.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
@@ -6,13 +6,15 @@ import { ModelCatalog } from "../config/ModelCatalog.js"
 import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
 import { CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { isRerun, nothingToRerun, parseRerunRequest } from "../domain/batch/rerunRequest.js"
-import { type CreateRejected, validateCreateBatch } from "../domain/batch/validateCreate.js"
+import { CreateRejected, type ValidBatch, type ValidRequest, validateCreateBatch } from "../domain/batch/validateCreate.js"
+import { type FileBatchRequest, FileBatchMessage, fileLineChecker, isFileBatchBody, validateFileBatchRequest } from "../domain/file/fileBatch.js"
+import { Files } from "./files.js"
 import { Projector } from "../projections/Projector.js"
 import type { Caller } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
 import { BatchCreation } from "./batchCreation.js"
-import { readJsonBody } from "./body.js"
-import { badRequest, conflict } from "./errors.js"
+import { MAX_BODY_BYTES, readJsonBody } from "./body.js"
+import { badRequest, conflict, payloadTooLarge } from "./errors.js"
 import { estimateBatch } from "./estimate.js"
 import { HttpSettings } from "./settings.js"
 
@@ -29,10 +31,37 @@ export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCo
     const catalog = yield* ModelCatalog
     const settings = yield* HttpSettings
     const deleteBatch = yield* makeDeleteBatch
+    const files = yield* Files
     const parsed = <A>(result: Either.Either<A, CreateRejected>) =>
       Either.match(result, {
         onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
         onRight: Effect.succeed,
+      })
+
+    /**
+     * An estimate of a file-based create reads the file's rows, checked as the create checks them, into
+     * memory as an inline create's are: up to the inline limit of 32 MiB.
+     */
+    const fileRows = (caller: Caller, request: FileBatchRequest) =>
+      Effect.gen(function* () {
+        const file = yield* files.usable(caller.account.id, request.inputFileId)
+        if (file.bytes > MAX_BODY_BYTES) {
+          return yield* Effect.fail(
+            payloadTooLarge(
+              `An estimate reads a file of up to ${MAX_BODY_BYTES} bytes (32 MiB), the size of an inline create; '${request.inputFileId}' has ${file.bytes}: estimate a part of it`,
+            ),
+          )
+        }
+        const check = fileLineChecker(request.inputFileId, request.endpoint, access.modelAccess(caller))
+        const requests: Array<ValidRequest> = []
+        yield* Stream.runForEach(files.lines(caller.account.id, request.inputFileId), (line) => {
+          const row = check(line)
+          if (row instanceof CreateRejected) return Effect.fail(badRequest(row.message, row.param))
+          requests.push(row)
+          return Effect.void
+        })
+        if (requests.length === 0) return yield* Effect.fail(badRequest(FileBatchMessage.noLines(request.inputFileId), "input_file_id"))
+        return { endpoint: request.endpoint, requests, metadata: request.metadata } satisfies ValidBatch
       })
 
     /** `POST /v1/batches/estimate`: what a create of the same body would cost and when it would finish. */
@@ -40,7 +69,9 @@ export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCo
       Effect.gen(function* () {
         yield* access.reachable
         const input = yield* readJsonBody()
-        const batch = yield* parsed(validateCreateBatch(input, access.modelAccess(caller)))
+        const batch = isFileBatchBody(input)
+          ? yield* fileRows(caller, yield* parsed(validateFileBatchRequest(input)))
+          : yield* parsed(validateCreateBatch(input, access.modelAccess(caller)))
         const deps = { catalog, etas: access.etas, batches: access.batches, db: access.db, maxUnfinished: settings.maxUnfinishedBatches }
         return yield* estimateBatch(deps, caller, batch, yield* writer.now)
       })

@@ -74,7 +74,7 @@ const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
 
 /** The services the batch endpoints delegate to, over one BatchAccess. */
 const BatchServices = Layer.mergeAll(BatchCommands.Default, BatchQueries.Default).pipe(
-  Layer.provide(BatchCreation.Default.pipe(Layer.provide(Files.Default))),
+  Layer.provide(Layer.merge(BatchCreation.Default.pipe(Layer.provide(Files.Default)), Files.Default)),
   Layer.provide(BatchAccess.Default),
 )
 

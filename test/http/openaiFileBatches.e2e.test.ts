@@ -219,6 +219,32 @@ for (const log of ["embedded", "nats"] as const) {
       expect((await runToFinal(a.id)).request_counts?.total).toBe(1)
     })
 
+    it("an estimate of a create from a file answers what the same rows inline would", async () => {
+      const input = [0, 1, 2].map((i) => ({
+        custom_id: `est-${i}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: CHAT, messages: [{ role: "user", content: `estimate me ${i} ${"word ".repeat(i * 10)}` }], max_tokens: 30 },
+      }))
+      const file = await upload("estimate.jsonl", input)
+      const estimate = async (body: unknown) => {
+        const answer = await f.api(key).call("POST", "/v1/batches/estimate", body)
+        expect(answer.status, answer.text).toBe(200)
+        return answer.body as { request_counts: { total: number }; models: Array<{ model: string; requests: number; prompt_tokens: number; max_completion_tokens: number }> }
+      }
+      const fromFile = await estimate({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })
+      const inline = await estimate({ requests: input })
+      expect(fromFile.request_counts).toEqual({ total: 3 })
+      expect(fromFile.models.map(({ model, requests, prompt_tokens, max_completion_tokens }) => ({ model, requests, prompt_tokens, max_completion_tokens }))).toEqual(
+        inline.models.map(({ model, requests, prompt_tokens, max_completion_tokens }) => ({ model, requests, prompt_tokens, max_completion_tokens })),
+      )
+      const missing = await f.api(key).call("POST", "/v1/batches/estimate", { input_file_id: "file-nope", endpoint: "/v1/chat/completions" })
+      expect(missing.status).toBe(404)
+      const noEndpoint = await f.api(key).call("POST", "/v1/batches/estimate", { input_file_id: file.id })
+      expect(noEndpoint.status).toBe(400)
+      expect(noEndpoint.body.error.param).toBe("endpoint")
+    })
+
     it("files.delete removes an uploaded file; a batch already made from it keeps its rows", async () => {
       const input = [{ custom_id: "x", method: "POST", url: "/v1/chat/completions", body: { model: CHAT, messages: [{ role: "user", content: "x" }] } }]
       const file = await upload("gone.jsonl", input)
