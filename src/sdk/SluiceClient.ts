@@ -18,6 +18,18 @@ import { createBody, envelopeBytes, serverBatchLimits } from "./batchLimits.js"
 import type { BatchStreamEvent } from "./batchStreamEvent.js"
 import { BatchInputError, PartialSubmitError, WaitTimeoutError } from "./errors.js"
 import { followEventStream, type FollowOptions } from "./eventStream.js"
+import {
+  type BatchOutputLine,
+  bodyBytes,
+  type FileBatchRequest,
+  type FileDeleted,
+  type FileList,
+  type FileObject,
+  type FileUpload,
+  jsonLines,
+  type ListFilesOptions,
+  uploadForm,
+} from "./files.js"
 import { checkResultsFolder, saveJsonl, type Written, writeJsonl } from "./jsonlDownload.js"
 import type { CompletionEvent, CompletionEventList } from "../domain/api/CompletionEvent.js"
 import { type IterResponsesEventsOptions, iterateResponsesEvents, type ResponsesEventsPageOptions } from "./responsesEvents.js"
@@ -93,6 +105,7 @@ export interface RunOptions extends SubmitOnceOptions {
 const batchPath = (id: string) => `/batches/${encodeURIComponent(id)}`
 const responsePath = (id: string) => `/responses/${encodeURIComponent(id)}`
 const streamPath = (id: string) => `/streams/${encodeURIComponent(id)}`
+const filePath = (id: string) => `/files/${encodeURIComponent(id)}`
 
 export const retryPolicyOf = (options: { readonly maxRetries?: number; readonly retryBaseDelayMs?: number }): RetryPolicy => ({
   ...defaultRetryPolicy,
@@ -264,6 +277,71 @@ export class SluiceClient {
     const response = await this.transport.send("GET", `${batchPath(id)}/results.jsonl`, {
       headers: { accept: "application/x-ndjson" },
     })
+    return typeof out === "string" ? saveJsonl(response, out) : writeJsonl(response, out)
+  }
+
+  /**
+   * Creates a batch: from an uploaded file (`{ input_file_id, endpoint, metadata? }`, OpenAI's body), or
+   * from inline rows as `submitBatch` does. Either carries a fresh Idempotency-Key, so its retries store one batch.
+   */
+  createBatch(request: FileBatchRequest | BatchInput): Promise<Batch> {
+    if (!("input_file_id" in request)) return this.submitBatch(request)
+    const body = {
+      input_file_id: request.input_file_id,
+      endpoint: request.endpoint,
+      completion_window: request.completion_window ?? "24h",
+      ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
+    }
+    return this.transport.json<Batch>("POST", "/batches", { body, headers: { "idempotency-key": randomUUID() }, mode: "keyed" })
+  }
+
+  /**
+   * `POST /v1/files`: a path is streamed from disk as it is sent, never read whole. Retried only when
+   * nothing can have been stored (a 429, a 503, a refused connection).
+   */
+  async uploadFile(upload: FileUpload): Promise<FileObject> {
+    const form = await uploadForm(upload)
+    return this.transport.json<FileObject>("POST", "/files", { form, mode: "create", signal: upload.signal })
+  }
+
+  /** Every file of this key's account (uploads and batches' output and error files), newest first unless `order: "asc"`, a page of `limit` at a time. */
+  async *listFiles(options: ListFilesOptions = {}): AsyncIterableIterator<FileObject> {
+    let after: string | undefined
+    for (;;) {
+      const query = { limit: options.limit ?? 100, after, purpose: options.purpose, order: options.order }
+      const page = await this.transport.json<FileList>("GET", "/files", { query })
+      yield* page.data
+      if (!page.has_more || page.last_id === null) return
+      after = page.last_id
+    }
+  }
+
+  getFile(id: string): Promise<FileObject> {
+    return this.transport.json<FileObject>("GET", filePath(id))
+  }
+
+  /** Deletes an uploaded file; a batch already made from it keeps its rows. A batch's output or error file goes with its batch. */
+  deleteFile(id: string): Promise<FileDeleted> {
+    return this.transport.json<FileDeleted>("DELETE", filePath(id))
+  }
+
+  /** The file's bytes as the server streams them: break out of the loop and the rest is not downloaded. */
+  async *fileContent(id: string, options: { readonly signal?: AbortSignal } = {}): AsyncIterableIterator<Uint8Array> {
+    const path = `${filePath(id)}/content`
+    const response = await this.transport.send("GET", path, { headers: { accept: "application/octet-stream" }, signal: options.signal })
+    yield* bodyBytes(response, "GET", this.transport.url(path))
+  }
+
+  /** Each line of a batch's output or error file, parsed (`BatchOutputLine`), as the file streams; any JSONL file's lines with a type of your own. */
+  outputLines<T = BatchOutputLine>(fileId: string, options: { readonly signal?: AbortSignal } = {}): AsyncIterableIterator<T> {
+    return jsonLines<T>(this.fileContent(fileId, options), fileId)
+  }
+
+  /** Streams the file's content to `out`, as `downloadResultsJsonl` does: a path written whole or not at all, or a stream left open. */
+  async downloadFile(id: string, options: { readonly out: string | NodeJS.WritableStream }): Promise<Written> {
+    const { out } = options
+    if (typeof out === "string") await checkResultsFolder(out)
+    const response = await this.transport.send("GET", `${filePath(id)}/content`, { headers: { accept: "application/octet-stream" } })
     return typeof out === "string" ? saveJsonl(response, out) : writeJsonl(response, out)
   }
 

@@ -63,6 +63,16 @@ export {
   StreamSubmitError,
   WaitTimeoutError,
 } from "./errors.js"
+export type {
+  BatchEndpoint,
+  BatchOutputLine,
+  FileBatchRequest,
+  FileDeleted,
+  FileList,
+  FileObject,
+  FileUpload,
+  ListFilesOptions,
+} from "./files.js"
 export * from "./SluiceAdmin.js"
 export {
   type Batch,

@@ -22,6 +22,8 @@ export interface TransportOptions {
 
 export interface SendOptions {
   readonly body?: unknown
+  /** A multipart body, sent instead of `body`: fetch sets its content type and boundary. */
+  readonly form?: FormData
   readonly query?: Record<string, string | number | undefined>
   readonly headers?: Record<string, string>
   readonly mode?: RetryMode
@@ -102,11 +104,13 @@ export class Transport {
       ...(options.body === undefined ? {} : { "content-type": "application/json" }),
       ...options.headers,
     }
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body)
+    const body = options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
     for (let retry = 0; ; retry++) {
       let response: Response
       try {
-        response = await this.options.fetch(url, { method, headers, body, signal: options.signal ?? null })
+        // Unless redirects are refused outright, fetch keeps every byte of a form sent until the answer, to send it again to a redirect's target.
+        const redirect = options.form === undefined ? "follow" : "error"
+        response = await this.options.fetch(url, { method, headers, body, redirect, signal: options.signal ?? null })
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason
         if (retry >= policy.maxRetries || !retryableConnectionError(error, mode)) {
