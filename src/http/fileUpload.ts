@@ -1,5 +1,5 @@
 import busboy from "busboy"
-import { Data, Deferred, Effect, Exit, Queue, Stream } from "effect"
+import { Data, Deferred, Effect, Exit, Queue, Sink, Stream } from "effect"
 import type { IncomingMessage } from "node:http"
 import type { Readable } from "node:stream"
 import { filePartSubject, partMsgId } from "../domain/file/events.js"
@@ -182,7 +182,12 @@ export const receiveUpload = (log: EventLogShape, fileId: string, incoming: Inco
           continue
         }
         filename = arrival.filename ?? ""
-        yield* Stream.runForEachWhile(chunks(arrival.stream), writer.take)
+        // Not Stream.runForEachWhile: its sink nests a catchAll per element, which holds each element until the
+        // stream ends (effect 3.22), so a 200 MB upload stayed in memory whole. A chunk at a time lets each go.
+        yield* Stream.run(
+          chunks(arrival.stream),
+          Sink.forEachChunkWhile((pieces) => Effect.reduce(pieces, true, (going, piece) => (going ? writer.take(piece) : Effect.succeed(false)))),
+        )
         if (writer.count().bytes > MAX_FILE_BYTES) {
           tooLarge = true
           return

@@ -276,6 +276,9 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
       Stream.unwrap(
         Effect.map(usable(accountId, fileId), (file) =>
           bytesOf(reads.one(file.id)!).pipe(
+            // The log reads up to 8 MiB of parts at once: decoded and split a page at a time, each page's strings
+            // outlived the young generation and a create's first pass grew the heap by the whole file.
+            Stream.rechunk(1),
             Stream.decodeText("utf-8"),
             (text) => Stream.suspend(() => {
               const splitter = makeLineSplitter()
