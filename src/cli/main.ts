@@ -8,6 +8,7 @@ import { auditCommand, auditNode } from "./auditCommands.js"
 import { authCommand, authNode } from "./authCommands.js"
 import { batchCommand, batchNode } from "./batchCommands.js"
 import { group, helpFor, resolve } from "./commandTree.js"
+import { filesCommand, filesNode } from "./filesCommands.js"
 import { responsesCommand, responsesNode } from "./responsesCommands.js"
 import { streamCommand, streamNode } from "./streamCommands.js"
 import { CliFailure, ExitCode } from "./failure.js"
@@ -15,8 +16,8 @@ import { styled, withPlainWhereDue } from "./output.js"
 
 const VERSION = "0.1.0"
 
-const root = group("sluice", "The Sluice batch inference CLI", [authNode, batchNode, responsesNode, streamNode, adminNode, auditNode])
-const sluice = root.own.pipe(Command.withSubcommands([authCommand, batchCommand, responsesCommand, streamCommand, adminCommand, auditCommand]))
+const root = group("sluice", "The Sluice batch inference CLI", [authNode, batchNode, filesNode, responsesNode, streamNode, adminNode, auditNode])
+const sluice = root.own.pipe(Command.withSubcommands([authCommand, batchCommand, filesCommand, responsesCommand, streamCommand, adminCommand, auditCommand]))
 
 const args = process.argv.slice(2)
 const { path, rest } = resolve(root.node, args)

@@ -26,6 +26,7 @@ import {
   type FileList,
   type FileObject,
   type FileUpload,
+  fileBatchBody,
   jsonLines,
   type ListFilesOptions,
   uploadForm,
@@ -213,9 +214,13 @@ export class SluiceClient {
 
   /**
    * What submitting the rows as one batch would cost and when it would finish
-   * (`POST /v1/batches/estimate`): validated as a create, stored nowhere.
+   * (`POST /v1/batches/estimate`): validated as a create, stored nowhere. From an uploaded file too
+   * (`{ input_file_id, endpoint }`), its lines checked as `createBatch` would check them.
    */
-  async estimate(input: BatchInput): Promise<BatchEstimate> {
+  async estimate(input: BatchInput | FileBatchRequest): Promise<BatchEstimate> {
+    if ("input_file_id" in input) {
+      return this.transport.json<BatchEstimate>("POST", "/batches/estimate", { body: fileBatchBody(input), mode: "idempotent" })
+    }
     const parts = await this.parts(input)
     const [only] = parts
     if (only === undefined || parts.length > 1) {
@@ -286,12 +291,7 @@ export class SluiceClient {
    */
   createBatch(request: FileBatchRequest | BatchInput): Promise<Batch> {
     if (!("input_file_id" in request)) return this.submitBatch(request)
-    const body = {
-      input_file_id: request.input_file_id,
-      endpoint: request.endpoint,
-      completion_window: request.completion_window ?? "24h",
-      ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
-    }
+    const body = fileBatchBody(request)
     return this.transport.json<Batch>("POST", "/batches", { body, headers: { "idempotency-key": randomUUID() }, mode: "keyed" })
   }
 

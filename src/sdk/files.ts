@@ -40,6 +40,13 @@ export interface FileBatchRequest {
   readonly completion_window?: string
 }
 
+export const fileBatchBody = (request: FileBatchRequest) => ({
+  input_file_id: request.input_file_id,
+  endpoint: request.endpoint,
+  completion_window: request.completion_window ?? "24h",
+  ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
+})
+
 /** One line of a batch's output or error file, in OpenAI's output-line format. */
 export interface BatchOutputLine {
   readonly id: string

@@ -107,11 +107,13 @@ describe("files", () => {
 })
 
 describe("batches from a file", () => {
-  it("createBatch takes input_file_id and endpoint; the final batch's output and error files read as parsed lines and download whole", async () => {
+  it("estimate and createBatch take input_file_id and endpoint; the final batch's output and error files read as parsed lines and download whole", async () => {
     const client = await newClient()
     const lines = [chat("ok-1", "first"), chat("bad", `refused ${simDirective.status(400)}`), chat("ok-2", "second")]
     const input = await client.uploadFile({ file: new TextEncoder().encode(jsonl(lines)), filename: "mixed.jsonl" })
 
+    const estimate = await client.estimate({ input_file_id: input.id, endpoint: "/v1/chat/completions" })
+    expect(estimate.request_counts.total).toBe(3)
     const created: Batch = await client.createBatch({ input_file_id: input.id, endpoint: "/v1/chat/completions", metadata: { run: "sdk" } })
     expect(created).toMatchObject({ endpoint: "/v1/chat/completions", input_file_id: input.id, output_file_id: null, error_file_id: null, metadata: { run: "sdk" } })
     const done = await client.waitForCompletion(created.id, { pollInterval: 50, timeout: 60_000 })
