@@ -39,6 +39,10 @@ export const call = async <T>(token: string | null, method: string, path: string
 export interface Batch {
   readonly id: string
   readonly status: string
+  readonly endpoint: string
+  readonly input_file_id: string | null
+  readonly output_file_id: string | null
+  readonly error_file_id: string | null
   readonly created_at: number
   readonly completed_at: number | null
   readonly cost_usd?: number
@@ -47,6 +51,26 @@ export interface Batch {
   readonly rows_ahead?: number | null
   readonly estimated_completion_at?: number | null
   readonly usage: BatchUsage
+}
+
+/** OpenAI's File object: an upload, or a batch's output or error file. */
+export interface FileObject {
+  readonly id: string
+  readonly bytes: number
+  readonly filename: string
+  readonly purpose: string
+}
+
+/** A file's content, fetched with the key: a plain link could not send it. */
+export const fileContent = async (token: string, fileId: string): Promise<Blob> => {
+  let response: Response
+  try {
+    response = await fetch(`/v1/files/${encodeURIComponent(fileId)}/content`, { headers: { authorization: `Bearer ${token}` } })
+  } catch (error) {
+    throw new ApiError(0, `Sluice could not be reached: ${String(error)}`)
+  }
+  if (!response.ok) throw new ApiError(response.status, await messageOf(response))
+  return response.blob()
 }
 
 export interface Page<T> {

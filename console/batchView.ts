@@ -1,4 +1,5 @@
 import { type Batch, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
+import { batchFiles, filesKey } from "./batchFiles.js"
 import { bar, h, show, usd, when } from "./dom.js"
 import { eta, Pace } from "./progress.js"
 import { tokenFacts } from "./usage.js"
@@ -19,6 +20,8 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   const progress = h("div", { id: "progress" })
   const actions = h("div", { class: "row" })
   const notice = h("div", { role: "alert" })
+  const files = h("div", { id: "files", class: "facts" })
+  let drawnFiles = ""
   const results = h("div", { id: "results" })
   const detail = h("div", { id: "detail" })
   // Counted from the stream, which begins with the batch's history: every row event is in it once.
@@ -31,6 +34,8 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
     facts.replaceChildren(
       ...[
         ["Status", h("span", { class: `status ${batch.status}`, id: "status" }, batch.status)],
+        // Broken, where the box is too narrow, after a slash rather than inside a word.
+        ["Endpoint", h("span", { id: "endpoint" }, batch.endpoint.split(/(?<=\/)/).flatMap((part) => [part, h("wbr")]))],
         ["Settled", h("span", { id: "settled" }, `${done} / ${total}`)],
         ["Completed", String(completed)],
         ["Failed", String(failed)],
@@ -55,6 +60,13 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
       h("button", { id: "cancel", class: "danger", disabled: !cancellable, onclick: cancel }, "Cancel batch"),
       h("button", { id: "delete", class: "danger", onclick: remove }, "Delete batch"),
     )
+    if (filesKey(batch) !== drawnFiles) {
+      drawnFiles = filesKey(batch)
+      const drawing = drawnFiles
+      void batchFiles(key, batch, (message) => notice.replaceChildren(h("p", { class: "error" }, message))).then((links) => {
+        if (drawing === drawnFiles) files.replaceChildren(...links)
+      })
+    }
   }
   const refresh = async () => {
     try {
@@ -166,6 +178,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
     h("h1", {}, batchId),
     progress,
     facts,
+    files,
     actions,
     notice,
     h("h2", {}, "Results"),
