@@ -27,6 +27,11 @@ const batch = await client.submitBatch({ requests: [{ custom_id: "a", content: "
 const done = await client.waitForCompletion(batch.id, { pollInterval: 100, timeout: 30_000 })
 console.log(done.status, done.request_counts.completed)
 for await (const line of client.results(done.id)) console.log(line.custom_id, line.status)
+const row = { custom_id: "f", method: "POST", url: "/v1/chat/completions", body: { model: "glm-5.3-flash", messages: [{ role: "user", content: "Name a colour." }] } }
+const file = await client.uploadFile({ file: new TextEncoder().encode(JSON.stringify(row) + "\\n"), filename: "in.jsonl" })
+const fromFile = await client.createBatch({ input_file_id: file.id, endpoint: "/v1/chat/completions" })
+const fileDone = await client.waitForCompletion(fromFile.id, { pollInterval: 100, timeout: 30_000 })
+for await (const line of client.outputLines(fileDone.output_file_id ?? "")) console.log(line.custom_id, line.response?.status_code)
 try {
   await client.getBatch("batch_missing")
 } catch (error) {
@@ -72,10 +77,10 @@ describe("sluice/sdk installed from the tarball npm pack makes, into a project o
     expect(exported).toEqual({ types: "./dist/lib/sdk/index.d.ts", default: "./dist/lib/sdk/index.js" })
   })
 
-  it("runs from plain node, with no loader: submits, waits, reads the results, and throws typed errors", () => {
+  it("runs from plain node, with no loader: submits, waits, reads the results, makes a batch from an uploaded file and reads its output file, and throws typed errors", () => {
     writeFileSync(join(app, "use.mjs"), script)
     const output = execFileSync(process.execPath, ["use.mjs"], { cwd: app, env: env(), encoding: "utf8" })
-    expect(output.trim().split("\n")).toEqual(["completed 1", "a completed", "404"])
+    expect(output.trim().split("\n")).toEqual(["completed 1", "a completed", "f 200", "404"])
   })
 
   it("type-checks and compiles from TypeScript with tsc alone, and the types catch a wrong call", async () => {
@@ -89,7 +94,7 @@ describe("sluice/sdk installed from the tarball npm pack makes, into a project o
     expect(compiled.stdout + compiled.stderr).toBe("")
     expect(compiled.code).toBe(0)
     const output = execFileSync(process.execPath, [join("ts", "out", "use.mjs")], { cwd: app, env: env(), encoding: "utf8" })
-    expect(output.trim().split("\n")).toEqual(["completed 1", "a completed", "404"])
+    expect(output.trim().split("\n")).toEqual(["completed 1", "a completed", "f 200", "404"])
 
     writeFileSync(join(ts, "wrong.mts"), `import { SluiceClient } from "sluice/sdk"\nnew SluiceClient({ apiKey: "k" }).getBatch(42)\n`)
     const wrongOptions = { ...options, skipLibCheck: true, noEmit: true }
