@@ -41,7 +41,7 @@ const USAGE = `Usage: npm run bench [-- --quick] [-- --only B1,B5]
 Needs nats-server (on PATH or /usr/sbin/nats-server); B8 needs Redis on 127.0.0.1:6379.
 Writes bench/results/latest.json.`
 
-// The order shares work: B5 reads B1's batch, B1–B5, B9, B16 and B17 share one Sluice, B8 pairs with B2.
+// The order shares work: B5 reads B1's batch, B1–B5, B9 and B16 share one Sluice, B8 pairs with B2.
 const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b12ReadersDuringDispatch, b16FlexLatency, b15FeedLatency, b17FileBatch, b11ChainCost, b14ScaleOut, b7Memory, b13DeepQueue, b6Rebuild]
 
 const { values } = parseArgs({

@@ -6,9 +6,10 @@ import OpenAI, { toStreamingFile } from "openai"
 import type { Context } from "../context.js"
 import { cpuMs } from "../cpuTime.js"
 import { type Backend, type Figure, atLeast, atMost, figure } from "../figures.js"
-import { BENCH_KEY, MODELS, highWaterMb, residentMb, tempDir } from "../processes.js"
+import { BENCH_KEY, MODELS, highWaterMb, residentMb, startNats, startSluice, tempDir } from "../processes.js"
 import type { Scenario } from "../scenario.js"
-import type { SluiceApi } from "../sluiceApi.js"
+import { type SluiceApi, sluiceApi } from "../sluiceApi.js"
+import { median, ratios } from "../stats.js"
 
 const MB = 1_000_000
 const RSS_EVERY_MS = 50
@@ -56,6 +57,8 @@ const peakRss = (pid: number) => {
   let peak = residentMb(pid)
   const timer = setInterval(() => (peak = Math.max(peak, residentMb(pid))), RSS_EVERY_MS)
   return {
+    /** The largest sample so far. */
+    peakMb: () => Math.max(peak, residentMb(pid)),
     stop: () => {
       clearInterval(timer)
       peak = Math.max(peak, residentMb(pid))
@@ -88,6 +91,14 @@ const download = (url: string): Promise<{ readonly bytes: number; readonly lines
   })
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Each trial reads the output file and the same batch's results.jsonl this many times, in turns. */
+const READS = 3
+
+interface Input {
+  readonly path: string
+  readonly bytes: number
+  readonly lines: number
+}
 
 interface Trial {
   readonly uploadMbPerS: number
@@ -95,19 +106,31 @@ interface Trial {
   readonly createS: number
   readonly createCpuMsPerMb: number
   readonly idleMb: number
+  readonly uploadGrowthMb: number
   readonly sampledGrowthMb: number
   readonly highWaterGrowthMb: number
   readonly rowsPerS: number
   readonly outputMb: number
   readonly downloadMbPerS: number
   readonly downloadCpuMsPerMb: number
+  readonly resultsMbPerS: number
+  readonly resultsCpuMsPerMb: number
 }
 
-const trial = async (ctx: Context, url: string, api: SluiceApi, pid: number, input: { path: string; bytes: number; lines: number }): Promise<Trial> => {
+/** A download read whole, timed, with the Sluice process's CPU over it. */
+const timedDownload = async (url: string, pid: number) => {
+  const cpu = cpuMs(pid)
+  const t0 = performance.now()
+  const got = await download(url)
+  const s = (performance.now() - t0) / 1000
+  return { ...got, mbPerS: got.bytes / MB / s, cpuMsPerMb: (cpuMs(pid) - cpu) / (got.bytes / MB) }
+}
+
+const trial = async (url: string, api: SluiceApi, pid: number, input: Input): Promise<Trial> => {
   const openai = new OpenAI({ apiKey: BENCH_KEY, baseURL: `${url}/v1`, maxRetries: 0, timeout: 600_000 })
   const mb = input.bytes / MB
-  // Idle: the smallest of a few readings, after a pause for whatever the last trial left running.
-  await sleep(1_000)
+  // Idle: the smallest of a few readings, once the start-up's work has settled.
+  await sleep(2_000)
   let idleMb = residentMb(pid)
   for (let i = 0; i < 5; i++, await sleep(100)) idleMb = Math.min(idleMb, residentMb(pid))
   const rss = peakRss(pid)
@@ -116,54 +139,70 @@ const trial = async (ctx: Context, url: string, api: SluiceApi, pid: number, inp
   const file = await openai.files.create({ file: toStreamingFile(createReadStream(input.path), "b17.jsonl"), purpose: "batch" })
   const t1 = performance.now()
   const cpu1 = cpuMs(pid)
+  const uploadPeakMb = rss.peakMb()
   if (file.bytes !== input.bytes) throw new Error(`the upload stored ${file.bytes} bytes of ${input.bytes}`)
   const batch = await openai.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })
   const t2 = performance.now()
   const cpu2 = cpuMs(pid)
   const peak = rss.stop()
   const done = await api.waitFinal(batch.id, 500, 1_800_000)
-  const t3 = done.at
   if (done.batch.status !== "completed" || done.batch.request_counts.completed !== input.lines) {
     throw new Error(`the batch ended ${done.batch.status} with ${JSON.stringify(done.batch.request_counts)}`)
   }
   const final = await openai.batches.retrieve(batch.id)
   if (typeof final.output_file_id !== "string") throw new Error(`the completed batch names no output file: ${JSON.stringify(final)}`)
-  const cpu3 = cpuMs(pid)
-  const t4 = performance.now()
-  const output = await download(`${url}/v1/files/${final.output_file_id}/content`)
-  const t5 = performance.now()
-  const cpu4 = cpuMs(pid)
-  if (output.lines !== input.lines || !output.first.includes('"custom_id":"r0"')) {
-    throw new Error(`the output file holds ${output.lines} lines of ${input.lines}, the first ${output.first.slice(0, 200)}`)
+  await sleep(1_000)
+  const outputs: Array<Awaited<ReturnType<typeof timedDownload>>> = []
+  const results: Array<Awaited<ReturnType<typeof timedDownload>>> = []
+  for (let i = 0; i < READS; i++) {
+    outputs.push(await timedDownload(`${url}/v1/files/${final.output_file_id}/content`, pid))
+    results.push(await timedDownload(`${url}/v1/batches/${batch.id}/results.jsonl`, pid))
   }
-  await api.remove(batch.id)
-  await openai.files.delete(file.id)
-  const outMb = output.bytes / MB
+  for (const output of outputs) {
+    if (output.lines !== input.lines || !output.first.includes('"custom_id":"r0"')) {
+      throw new Error(`the output file holds ${output.lines} lines of ${input.lines}, the first ${output.first.slice(0, 200)}`)
+    }
+  }
+  const mid = <A>(values: ReadonlyArray<A>, f: (a: A) => number) => median(values.map(f))
   return {
     uploadMbPerS: mb / ((t1 - t0) / 1000),
     uploadCpuMsPerMb: (cpu1 - cpu0) / mb,
     createS: (t2 - t1) / 1000,
     createCpuMsPerMb: (cpu2 - cpu1) / mb,
     idleMb,
+    uploadGrowthMb: uploadPeakMb - idleMb,
     sampledGrowthMb: peak.sampledMb - idleMb,
     highWaterGrowthMb: peak.highWaterMb - idleMb,
-    rowsPerS: input.lines / ((t3 - t2) / 1000),
-    outputMb: outMb,
-    downloadMbPerS: outMb / ((t5 - t4) / 1000),
-    downloadCpuMsPerMb: (cpu4 - cpu3) / outMb,
+    rowsPerS: input.lines / ((done.at - t2) / 1000),
+    outputMb: outputs[0]!.bytes / MB,
+    downloadMbPerS: mid(outputs, (o) => o.mbPerS),
+    downloadCpuMsPerMb: mid(outputs, (o) => o.cpuMsPerMb),
+    resultsMbPerS: mid(results, (o) => o.mbPerS),
+    resultsCpuMsPerMb: mid(results, (o) => o.cpuMsPerMb),
   }
 }
 
-const measure = async (ctx: Context, backend: Backend, url: string, api: SluiceApi, pid: number, input: { path: string; bytes: number; lines: number }): Promise<Array<Figure>> => {
+/** Each trial on a Sluice of its own (and on NATS a nats-server of its own): its RSS before the upload is a fresh process's. */
+const measure = async (ctx: Context, backend: Backend, input: Input): Promise<Array<Figure>> => {
+  const sim = await ctx.sim(0)
   const trials: Array<Trial> = []
   for (let t = 0; t < ctx.sizes.trials; t++) {
-    const r = await trial(ctx, url, api, pid, input)
-    trials.push(r)
-    ctx.progress(
-      `B17 ${backend} trial ${t + 1}: upload ${r.uploadMbPerS.toFixed(1)} MB/s (CPU ${r.uploadCpuMsPerMb.toFixed(1)} ms/MB), create ${r.createS.toFixed(2)} s (CPU ${r.createCpuMsPerMb.toFixed(1)} ms/MB), ` +
-        `RSS ${r.idleMb.toFixed(0)} MB idle, +${r.sampledGrowthMb.toFixed(0)} MB sampled, +${r.highWaterGrowthMb.toFixed(0)} MB VmHWM; ${r.rowsPerS.toFixed(0)} rows/s to final; ` +
-        `output ${r.outputMb.toFixed(1)} MB at ${r.downloadMbPerS.toFixed(0)} MB/s (CPU ${r.downloadCpuMsPerMb.toFixed(1)} ms/MB)`,
-    )
+    const nats = backend === "nats" ? await startNats() : undefined
+    const sluice = await startSluice({ models: [{ id: MODELS.fast, upstream_url: sim.url, batch_concurrency: ctx.sizes.slots }], ...(nats === undefined ? {} : { natsUrl: nats.url }) })
+    const api = sluiceApi(sluice.url)
+    try {
+      const r = await trial(sluice.url, api, sluice.pid, input)
+      trials.push(r)
+      ctx.progress(
+        `B17 ${backend} trial ${t + 1}: upload ${r.uploadMbPerS.toFixed(1)} MB/s (CPU ${r.uploadCpuMsPerMb.toFixed(1)} ms/MB), create ${r.createS.toFixed(2)} s (CPU ${r.createCpuMsPerMb.toFixed(1)} ms/MB), ` +
+          `RSS ${r.idleMb.toFixed(0)} MB idle, +${r.uploadGrowthMb.toFixed(0)} MB in the upload, +${r.sampledGrowthMb.toFixed(0)} MB to the create's answer, +${r.highWaterGrowthMb.toFixed(0)} MB VmHWM; ${r.rowsPerS.toFixed(0)} rows/s to final; ` +
+          `output ${r.outputMb.toFixed(1)} MB at ${r.downloadMbPerS.toFixed(0)} MB/s (CPU ${r.downloadCpuMsPerMb.toFixed(1)} ms/MB), results.jsonl at ${r.resultsMbPerS.toFixed(0)} MB/s (CPU ${r.resultsCpuMsPerMb.toFixed(1)} ms/MB)`,
+      )
+    } finally {
+      api.close()
+      await sluice.stop()
+      await nats?.stop()
+    }
   }
   const of = (k: keyof Trial) => trials.map((r) => r[k])
   const scenario = `a ${(input.bytes / MB).toFixed(0)} MB, ${input.lines.toLocaleString("en")}-line file: upload, batch from it (sim 0 ms), output file`
@@ -172,20 +211,24 @@ const measure = async (ctx: Context, backend: Backend, url: string, api: SluiceA
     figure({ id: "B17", scenario, backend, figure: "Sluice CPU ms per MB uploaded", samples: of("uploadCpuMsPerMb"), digits: 1 }),
     figure({ id: "B17", scenario, backend, figure: "create from the file (s)", samples: of("createS"), digits: 2 }),
     figure({ id: "B17", scenario, backend, figure: "Sluice CPU ms per MB of the create", samples: of("createCpuMsPerMb"), digits: 1 }),
-    figure({ id: "B17", scenario, backend, figure: "Sluice RSS before the upload (MB)", samples: of("idleMb") }),
+    figure({ id: "B17", scenario, backend, figure: "Sluice RSS before the upload, a fresh process (MB)", samples: of("idleMb") }),
+    figure({ id: "B17", scenario, backend, figure: "peak RSS over it during the upload, sampled every 50 ms (MB)", samples: of("uploadGrowthMb") }),
     figure({ id: "B17", scenario, backend, figure: "peak RSS over it, upload and create, sampled every 50 ms (MB)", samples: of("sampledGrowthMb"), target: atMost(150) }),
-    figure({ id: "B17", scenario, backend, figure: "peak RSS over it, VmHWM (MB)", samples: of("highWaterGrowthMb") }),
+    figure({ id: "B17", scenario, backend, figure: "peak RSS over it, upload and create, VmHWM (MB)", samples: of("highWaterGrowthMb") }),
     figure({ id: "B17", scenario, backend, figure: "rows/s from the create's answer to final", samples: of("rowsPerS") }),
     figure({ id: "B17", scenario, backend, figure: "output file download (MB/s)", samples: of("downloadMbPerS"), target: atLeast(100) }),
-    figure({ id: "B17", scenario, backend, figure: "Sluice CPU ms per MB downloaded", samples: of("downloadCpuMsPerMb"), digits: 1 }),
+    figure({ id: "B17", scenario, backend, figure: "Sluice CPU ms per MB of the output file", samples: of("downloadCpuMsPerMb"), digits: 1 }),
+    figure({ id: "B17", scenario, backend, figure: "baseline: the batch's results.jsonl (MB/s)", samples: of("resultsMbPerS") }),
+    figure({ id: "B17", scenario, backend, figure: "Sluice CPU ms per MB of results.jsonl", samples: of("resultsCpuMsPerMb"), digits: 1 }),
+    figure({ id: "B17", scenario, backend, figure: "output file ÷ results.jsonl (MB/s)", samples: ratios(of("downloadMbPerS"), of("resultsMbPerS")), digits: 2 }),
   ]
 }
 
-/** On the shared Sluice processes: the file-based batch flow as OpenAI's tools drive it, at the size issue 25 names. */
+/** The file-based batch flow as OpenAI's tools drive it, at the size issue 25 names. */
 export const b17FileBatch: Scenario = {
   id: "B17",
   title: "a 200 MB file uploaded, a batch created from it, run, and its output file downloaded",
-  uses: ["main", "nats"],
+  uses: [],
   run: async (ctx) => {
     const { b17Lines, b17Bytes } = ctx.sizes
     const scratch = tempDir("sluice-bench-b17-")
@@ -194,18 +237,18 @@ export const b17FileBatch: Scenario = {
       const bytes = await writeInput(path, b17Lines, b17Bytes)
       const input = { path, bytes, lines: b17Lines }
       ctx.progress(`B17: ${(bytes / MB).toFixed(1)} MB of ${b17Lines} lines written to ${path}`)
-      const main = await ctx.sluice("main")
-      const embedded = await measure(ctx, "embedded", main.sluice.url, main.api, main.sluice.pid, input)
-      const nats = await ctx.sluice("nats")
-      const onNats = await measure(ctx, "nats", nats.sluice.url, nats.api, nats.sluice.pid, input)
+      const embedded = await measure(ctx, "embedded", input)
+      const onNats = await measure(ctx, "nats", input)
       return {
         figures: [...embedded, ...onNats],
         notes: [
-          `B17: a JSONL file of ${b17Lines.toLocaleString("en")} chat rows for ${MODELS.fast} (the 0 ms simulator, ${ctx.sizes.slots} slots), each line ${Math.floor(b17Bytes / b17Lines)} bytes, written to disk first. ` +
-            "Each trial, on the shared Sluice of each log: the official openai package's files.create with toStreamingFile(fs.createReadStream(path)) (multipart, chunked, read from disk as it is sent), " +
-            "then batches.create({input_file_id, endpoint, completion_window: '24h'}), which reads and checks every line before it answers; the batch is polled every 500 ms until final, and its output file is read with node:http GET /v1/files/{output_file_id}/content, counted as it arrives and not kept; then the batch and the file are deleted. " +
-            `RSS: the Sluice process's VmRSS from /proc every ${RSS_EVERY_MS} ms from the upload's start to the create's answer, less its smallest of five readings just before (its "idle"; later trials start from what earlier ones left); VmHWM is the kernel's high-water mark over the same span (reset through clear_refs). ` +
-            "CPU is the Sluice process's (all threads, /proc, 10 ms ticks) over each call, per MB (10^6 bytes) of the file or of the output.",
+          `B17: a JSONL file of ${b17Lines.toLocaleString("en")} chat rows for ${MODELS.fast} (the shared 0 ms simulator, ${ctx.sizes.slots} slots), each line ${Math.floor(b17Bytes / b17Lines)} bytes, written to disk first. ` +
+            "Each trial on a Sluice process of its own (as `npm start` runs it; on NATS with a nats-server of its own), so that its RSS before the upload is a fresh process's: " +
+            "the official openai package's files.create with toStreamingFile(fs.createReadStream(path)) (multipart, chunked, read from disk as it is sent), " +
+            "then batches.create({input_file_id, endpoint, completion_window: '24h'}), which reads and checks every line before it answers; the batch is polled every 500 ms until final. " +
+            `Then its output file (GET /v1/files/{output_file_id}/content) and, as a baseline read from the same results, its results.jsonl are each read ${READS} times in turns with node:http, counted as they arrive and not kept; each trial's figure is the median of its reads. ` +
+            `RSS: the Sluice process's VmRSS from /proc every ${RSS_EVERY_MS} ms from the upload's start to the create's answer, less its smallest of five readings just before; VmHWM is the kernel's high-water mark over the same span (reset through clear_refs). ` +
+            "CPU is the Sluice process's (all threads, /proc, 10 ms ticks) over each call, per MB (10^6 bytes) of the file or of what was read.",
         ],
       }
     } finally {
