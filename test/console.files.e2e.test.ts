@@ -38,7 +38,7 @@ describe("the console's page of a batch created from a file, in headless Chromiu
   /** Opens the batch's page, once its own heading is drawn (the page before it is replaced, not reloaded). */
   const open = async (batchId: string) => {
     await page.goto(`${sluice.url}/console/#/batches/${batchId}`)
-    await page.waitForFunction((id) => document.querySelector("h1")?.textContent === id, batchId)
+    await expect.poll(() => page.textContent("h1")).toBe(batchId)
   }
   /** Clicks the link and answers the download's name and content. */
   const download = async (selector: string) => {
