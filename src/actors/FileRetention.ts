@@ -1,4 +1,4 @@
-import { Context, Effect, FiberMap, FiberSet, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, FiberMap, FiberSet, Layer, Schedule } from "effect"
 import { type DeletionReason, type FileEvent, filePartSubject, fileSubject, oneFile } from "../domain/file/events.js"
 import { purgeDueAt } from "../domain/file/retention.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
@@ -11,7 +11,11 @@ import { appendSettled } from "./unknownOutcome.js"
 const WHILE_LOG_DOWN = Schedule.exponential("1 second").pipe(Schedule.union(Schedule.spaced("1 minute")))
 /** Parts no `file_created` has named for this long are an upload a crash cut short: no request lasts an hour. */
 export const ABANDONED_UPLOAD_MS = 3_600_000
-const SWEEP_EVERY = "10 minutes"
+/**
+ * How often the read model is asked for uploads no timer watches yet: on the live clock, since a loop on
+ * the actors' clock would run once per period of every jump a test makes (and a TestClock's step is dear).
+ */
+const LOOK_EVERY = "5 seconds"
 const encoder = new TextEncoder()
 
 /** What a deletion did: `deleted` by this call, or `gone` already (deleted by another call or instance, or purged). */
@@ -140,29 +144,48 @@ export const layer = Layer.scoped(
         return due === undefined ? Effect.void : Effect.asVoid(FiberMap.run(timers, fileId, atDeadline(clock, due, expire(fileId)), { onlyIfMissing: true }))
       })
 
-    /** Parts no `file_created` named, silent for an hour: purged, unless the log holds the event the read model has not applied yet. */
-    const swept = new Set<string>()
-    const sweep = Effect.gen(function* () {
-      const now = yield* clock.currentTimeMillis
-      for (const upload of files.uploadsSilentSince(now - ABANDONED_UPLOAD_MS)) {
-        if (swept.has(upload.id)) continue
-        if ((yield* log.lastSeqOf(fileSubject(upload.id, "file_created"))) === 0) {
-          const purged = yield* log.purge(oneFile(upload.id))
-          if (purged > 0) yield* Effect.logWarning(`purged ${purged} parts of file ${upload.id}, an upload that never completed`)
+    /**
+     * Parts no `file_created` named, silent for an hour of the actors' clock after the log stored the
+     * last: purged, unless the log holds the event the read model has not applied yet. Each upload gets
+     * a timer at that hour's end; one that went on meanwhile is planned again from its newest part.
+     */
+    const abandoned = yield* FiberMap.make<string>()
+    // Uploads settled here, whose row the read model keeps a while yet: not watched again.
+    const settled = new Set<string>()
+    const purgeOnceAbandoned = (uploadId: string, lastAt: number): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        for (let due = lastAt + ABANDONED_UPLOAD_MS; ; ) {
+          yield* atDeadline(clock, due, Effect.void)
+          const upload = files.upload(uploadId)
+          if (upload === undefined) return
+          // Parts came after the timer was planned: it waits for an hour after the newest.
+          if (upload.last_at + ABANDONED_UPLOAD_MS <= (yield* clock.currentTimeMillis)) break
+          due = upload.last_at + ABANDONED_UPLOAD_MS
         }
-        swept.add(upload.id)
-      }
-    })
+        if ((yield* log.lastSeqOf(fileSubject(uploadId, "file_created"))) === 0) {
+          const purged = yield* log.purge(oneFile(uploadId))
+          if (purged > 0) yield* Effect.logWarning(`purged ${purged} parts of file ${uploadId}, an upload that never completed`)
+        }
+        settled.add(uploadId)
+      }).pipe(
+        Effect.retry({ schedule: WHILE_LOG_DOWN, while: (e) => e._tag === "LogUnavailable" }),
+        Effect.catchAllCause((cause) => Effect.logWarning(`the parts of upload ${uploadId} could not be purged`, cause)),
+      )
+    const watchUploads = Effect.suspend(() =>
+      Effect.forEach(
+        files.uploads().filter((u) => !settled.has(u.id)),
+        (u) => FiberMap.run(abandoned, u.id, purgeOnceAbandoned(u.id, u.last_at), { onlyIfMissing: true }),
+        { discard: true },
+      ),
+    )
 
     for (const file of files.expiring()) yield* planned(file.id)
     yield* Effect.gen(function* () {
       yield* projector.awaitSeq(yield* log.lastSeq.pipe(Effect.retry(WHILE_LOG_DOWN)))
       for (const file of files.deletedUnpurged()) yield* buryWhileLogDown(file.id)
-      yield* sweep.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("the sweep of abandoned uploads failed; it runs again", cause)),
-        Effect.repeat(Schedule.spaced(SWEEP_EVERY)),
-      )
     }).pipe(Effect.withClock(clock), Effect.forkScoped)
+    // On the live clock, whatever clock the actors were given: a TestClock's adjust would step through every look.
+    yield* watchUploads.pipe(Effect.repeat(Schedule.spaced(LOOK_EVERY)), Effect.withClock(Clock.make()), Effect.forkScoped)
 
     return { planned, remove }
   }),

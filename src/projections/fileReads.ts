@@ -54,6 +54,7 @@ export const fileReads = (db: Database.Database) => {
     live: db.prepare<[], FileRow>(`SELECT * FROM files WHERE status = 'processed' AND expires_at IS NOT NULL`),
     deleted: db.prepare<[], FileRow>(`SELECT * FROM files WHERE status = 'deleted'`),
     uploadsBefore: db.prepare<[number], FileUpload>(`SELECT * FROM file_uploads WHERE last_at < ? ORDER BY last_at`),
+    upload: db.prepare<[string], FileUpload>(`SELECT * FROM file_uploads WHERE id = ?`),
   }
   const pages = {
     desc: db.prepare(
@@ -86,6 +87,9 @@ export const fileReads = (db: Database.Database) => {
     deletedUnpurged: () => s.deleted.all(),
     /** Parts of uploads no `file_created` named, silent since before `ms` (log time). */
     uploadsSilentSince: (ms: number) => s.uploadsBefore.all(ms),
+    /** Every upload whose parts no `file_created` names yet. */
+    uploads: () => s.uploadsBefore.all(Number.MAX_SAFE_INTEGER),
+    upload: (id: string) => s.upload.get(id),
   }
 }
 export type FileReads = ReturnType<typeof fileReads>
