@@ -37,6 +37,9 @@ describe("parseBatchFile: the three line forms", () => {
   it("an OpenAI batch line for /v1/responses passes its Responses-shaped body through unchanged", () => {
     const body = { model: MODEL, input: [{ role: "user", content: "hi" }], instructions: "Be brief.", max_output_tokens: 9 }
     expect(rows(jsonl({ custom_id: "r", method: "POST", url: "/v1/responses", body }))).toEqual([{ custom_id: "r", body }])
+    // An embeddings line keeps its url: the batch its row goes into calls /v1/embeddings.
+    const input = { model: "e", input: "text" }
+    expect(rows(jsonl({ custom_id: "e", method: "POST", url: "/v1/embeddings", body: input }))).toEqual([{ custom_id: "e", body: input, url: "/v1/embeddings" }])
   })
 
   it("a bare line is its custom_id and body", () => {
@@ -78,7 +81,7 @@ describe("parseBatchFile: each line error names its line", () => {
     ["a body that is not an object", jsonl({ custom_id: "a", body: "hi" }), 1, /"body" must be a JSON object/],
     ["a body that is an array", jsonl({ custom_id: "a", body: [] }), 1, /"body" must be a JSON object/],
     ["a method other than POST", jsonl({ method: "GET", url: "/v1/chat/completions", body: chat("a") }), 1, /"method" must be "POST", got "GET"/],
-    ["an unknown url", jsonl({ method: "POST", url: "/v1/embeddings", body: chat("a") }), 1, /"url" must be .*got "\/v1\/embeddings"/],
+    ["an unknown url", jsonl({ method: "POST", url: "/v1/completions", body: chat("a") }), 1, /"url" must be one of .*"\/v1\/embeddings".*got "\/v1\/completions"/],
     ["no body and no content", jsonl({ custom_id: "a" }), 1, /no "body"/],
     ["an envelope without a body", jsonl({ custom_id: "a", method: "POST", url: "/v1/chat/completions" }), 1, /no "body"/],
     ["an unknown field", jsonl({ custom_id: "a", body: chat("a"), prompt: "x" }), 1, /unexpected field "prompt"/],

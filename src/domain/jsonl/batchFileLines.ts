@@ -2,10 +2,12 @@ import { Either, Schema } from "effect"
 import { DefaultCreateLimits } from "../batch/createLimits.js"
 import { isObject, type JsonObject as Obj } from "../json.js"
 
-/** One batch row as the SDK sends it: a custom id and the request body, without `method`/`url`. */
+/** One batch row as the SDK sends it: a custom id, the request body, and the `url` its line named, if any. */
 export interface BatchFileRow {
   readonly custom_id: string
   readonly body: Record<string, unknown>
+  /** `/v1/embeddings` when its line named it (a batch calls the endpoint its rows name; none: chat completions). */
+  readonly url?: string
 }
 
 export interface BatchFileOptions {
@@ -18,7 +20,7 @@ export class BatchFileLineError extends Schema.TaggedError<BatchFileLineError>()
   message: Schema.String,
 }) {}
 
-export const batchEnvelopeUrls: ReadonlyArray<string> = ["/v1/chat/completions", "/v1/responses"]
+export const batchEnvelopeUrls: ReadonlyArray<string> = ["/v1/chat/completions", "/v1/embeddings", "/v1/responses"]
 
 const envelopeKeys = new Set(["custom_id", "method", "url", "body"])
 const contentKeys = new Set(["custom_id", "content"])
@@ -46,7 +48,9 @@ class RowReader {
     if (withModel instanceof BatchFileLineError) return withModel
     const customId = this.customId(value["custom_id"], line)
     if (customId instanceof BatchFileLineError) return customId
-    this.rows.push({ custom_id: customId, body: withModel })
+    // An embeddings line keeps its url, so that its batch calls /v1/embeddings; a /v1/responses line is sent
+    // without it, as before that endpoint could be batched: its body is converted and answered as chat.
+    this.rows.push(value["url"] === "/v1/embeddings" ? { custom_id: customId, body: withModel, url: "/v1/embeddings" } : { custom_id: customId, body: withModel })
     return undefined
   }
 
@@ -69,7 +73,7 @@ class RowReader {
       return fail(line, `"method" must be "POST", got ${quoted(value["method"])}`)
     }
     if ("url" in value && !batchEnvelopeUrls.includes(value["url"] as string)) {
-      return fail(line, `"url" must be ${batchEnvelopeUrls.map(quoted).join(" or ")}, got ${quoted(value["url"])}`)
+      return fail(line, `"url" must be one of ${batchEnvelopeUrls.map(quoted).join(", ")}, got ${quoted(value["url"])}`)
     }
     if (!("body" in value)) return fail(line, `no "body"; ${formHint}`)
     const body = value["body"]
