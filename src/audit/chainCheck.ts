@@ -2,7 +2,7 @@ import { HASH_HEADER, isChained, linkHash, PREV_HASH_HEADER } from "../eventlog/
 import type { LogMessage } from "../eventlog/EventLog.js"
 
 export interface ChainProblem {
-  /** Whose subject it is: `batch <id>`, `response <id>` or `stream <id>`. */
+  /** Whose subject it is: `batch <id>`, `response <id>`, `stream <id>` or `file <id>`. */
   readonly aggregate: string
   readonly subject: string
   readonly seq: number
@@ -17,10 +17,11 @@ interface SubjectChain {
 const aggregateOf = (subject: string) => subject.split(".", 2).join(" ")
 
 /**
- * Walks every message of the chained subjects (batches', responses' and streams') in log order and
- * checks each subject's hash chain: each message's data must match its link, and its previous link must
- * be the link of the message before it on its subject. An altered message fails the first check; a removed or inserted one the second, at
- * the message after it. Messages from before chains existed (no link) may only open a subject.
+ * Walks every message of the chained subjects (batches', responses', streams' and files', a file's raw
+ * parts included) in log order and checks each subject's hash chain: each message's data must match its
+ * link, and its previous link must be the link of the message before it on its subject. An altered message
+ * fails the first check; a removed or inserted one the second, at the message after it. Messages from
+ * before chains existed (no link) may only open a subject.
  */
 export const makeChainCheck = () => {
   const chains = new Map<string, SubjectChain>()

@@ -1,6 +1,7 @@
 import { Effect, Stream } from "effect"
 import { oneAccount } from "../domain/account/events.js"
 import { isRowBodiesSubject, oneBatch, withoutRowBodies } from "../domain/batch/subjects.js"
+import { filePartSubject, isFilePartSubject, oneFile } from "../domain/file/events.js"
 import { oneStream } from "../domain/stream/events.js"
 import type { EventLogShape, LogMessage } from "../eventlog/EventLog.js"
 
@@ -57,12 +58,25 @@ export const batchHistory = (log: EventLogShape, batchId: string, bodies: boolea
 /** Every event of one stream, in log order: a tombstone alone once it was purged. */
 export const streamHistory = (log: EventLogShape, streamId: string) => collect(log, oneStream(streamId), false)
 
+/**
+ * Every message of one uploaded file, in log order: its parts, numbered (their bytes are the file's
+ * content, not events, and are left unread where the log can), then its events; its tombstone alone once
+ * it was purged.
+ */
+export const fileHistory = (log: EventLogShape, fileId: string) =>
+  Effect.map(Stream.runCollect(log.read(oneFile(fileId), 1, { withoutDataOn: filePartSubject(fileId) })), (chunk) => {
+    let part = 0
+    return [...chunk].flatMap((m): ReadonlyArray<HistoryEntry> =>
+      isFilePartSubject(m.subject) ? [{ seq: m.seq, time: m.time, subject: m.subject, type: "part", event: { part: part++ } }] : entries(false)(m),
+    )
+  })
+
 /** Every event of one account and its keys. */
 export const accountHistory = (log: EventLogShape, accountId: string) =>
   collect(log, oneAccount(accountId), false)
 
 /** One line per event: seq, time, type, and what it says (its row and attempt for a row event). */
 export const historyLine = (e: HistoryEntry) => {
-  const { type: _, batch_id: __, account_id: ___, stream_id: ____, ...rest } = e.event
+  const { type: _, batch_id: __, account_id: ___, stream_id: ____, file_id: _____, ...rest } = e.event
   return `${String(e.seq).padStart(8)}  ${new Date(e.time).toISOString()}  ${e.type.padEnd(18)}  ${JSON.stringify(rest)}`
 }

@@ -3,7 +3,7 @@ import { isResponseId } from "../domain/batch/subjects.js"
 import { canonical } from "../projections/rebuild.js"
 
 export interface ReadModelDifference {
-  /** What it concerns: `batch <id>`, `response <id>` or `stream <id>`; undefined for the accounts' tables. */
+  /** What it concerns: `batch <id>`, `response <id>`, `stream <id>` or `file <id>`; undefined for the accounts' tables. */
   readonly aggregate: string | undefined
   readonly what: string
 }
@@ -45,7 +45,7 @@ const all = (db: Database.Database, sql: string, ...params: Array<unknown>) => d
 
 /**
  * The live read model against one rebuilt from the log, batch by batch (a response is a one-row batch
- * with its own row in `responses`), stream by stream, then the accounts, keys and spending.
+ * with its own row in `responses`), stream by stream, file by file, then the accounts, keys and spending.
  */
 export const readModelDifferences = (live: Database.Database, rebuilt: Database.Database): Array<ReadModelDifference> => {
   const out: Array<ReadModelDifference> = []
@@ -67,6 +67,10 @@ export const readModelDifferences = (live: Database.Database, rebuilt: Database.
   compare("SELECT id FROM streams UNION SELECT id FROM stream_tombstones", () => "stream", [
     ["SELECT * FROM streams WHERE id = ?", (r) => String(r.id), () => "stream"],
     ["SELECT * FROM stream_tombstones WHERE id = ?", (r) => String(r.id), () => "tombstone"],
+  ])
+  compare("SELECT id FROM files UNION SELECT id FROM file_tombstones", () => "file", [
+    ["SELECT * FROM files WHERE id = ?", (r) => String(r.id), () => "file"],
+    ["SELECT * FROM file_tombstones WHERE id = ?", (r) => String(r.id), () => "tombstone"],
   ])
   const tables: ReadonlyArray<readonly [table: string, key: (r: Row) => string]> = [
     ["accounts", (r) => String(r.id)],

@@ -22,7 +22,7 @@ export interface Verification {
 
 /**
  * `sluice audit verify`: every subject's hash chain over the whole log, then every projection rebuilt
- * from it into a scratch read model and compared with the live one, batch by batch (responses and streams too).
+ * from it into a scratch read model and compared with the live one, batch by batch (responses, streams and files too).
  */
 const withReadOnly = <A>(path: string, use: (db: ReturnType<typeof openReadOnly>) => A): A => {
   const db = openReadOnly(path)
@@ -82,7 +82,7 @@ export const verifyLog = (log: EventLogShape, livePath: string, scratchPath: str
     } satisfies Verification
   }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => removeReadModelFiles(scratchPath))))
 
-/** The report's lines, grouped by batch, response or stream, and whether everything checked out. */
+/** The report's lines, grouped by batch, response, stream or file, and whether everything checked out. */
 export const verificationReport = (v: Verification): { readonly lines: ReadonlyArray<string>; readonly ok: boolean } => {
   const lines: Array<string> = []
   const perSecond = v.ms > 0 ? Math.round((v.messages * 1000) / v.ms) : v.messages

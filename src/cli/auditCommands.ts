@@ -1,10 +1,12 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
-import { accountHistory, batchHistory, historyLine, streamHistory } from "../audit/history.js"
+import { accountHistory, batchHistory, fileHistory, historyLine, streamHistory } from "../audit/history.js"
 import { auditLog, auditTarget, type NoEventLog } from "../audit/auditLog.js"
 import { verificationReport, verifyLog } from "../audit/verify.js"
 import { isResponseId } from "../domain/batch/subjects.js"
+import { batchOfFileId } from "../domain/file/batchFiles.js"
+import { isUploadedFileId } from "../domain/file/fileId.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { batchAsOf } from "../projections/asOf.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
@@ -26,25 +28,35 @@ const onTheLog = <A>(effect: Effect.Effect<A, CliFailure | LogUnavailable | NoEv
 const batchId = Options.text("batch-id").pipe(Options.withDescription("The batch's id (batch_…)"))
 
 const history = leaf(
-  "Every event of a batch, a response or a stream (or of an account and its keys), in log order, with its sequence, time and type",
+  "Every event of a batch, a response, a stream or an uploaded file (or of an account and its keys), in log order, with its sequence, time and type",
   Command.make(
     "history",
     {
       batchId: batchId.pipe(Options.optional),
       responseId: Options.text("response-id").pipe(Options.withDescription("A response's id (resp_…): the one-row batch it runs as"), Options.optional),
       streamId: Options.text("stream-id").pipe(Options.withDescription("A stream's id (stream_…): its own events, not its items'"), Options.optional),
+      fileId: Options.text("file-id").pipe(Options.withDescription("An uploaded file's id (file-…): its parts, numbered, and its events"), Options.optional),
       accountId: Options.text("account-id").pipe(Options.withDescription("An account's id: its events and its keys'"), Options.optional),
       json: Options.boolean("json").pipe(Options.withDescription("One JSON object per line: seq, time, subject, type, event")),
       bodies: Options.boolean("bodies").pipe(Options.withDescription("Include the request and response bodies")),
     },
-    ({ batchId, responseId, streamId, accountId, json, bodies }) =>
+    ({ batchId, responseId, streamId, fileId, accountId, json, bodies }) =>
       onTheLog(
         Effect.gen(function* () {
           const log = yield* EventLog
-          const given = [batchId, responseId, streamId, accountId].filter(Option.isSome)
-          if (given.length !== 1) return yield* fail("give exactly one of --batch-id, --response-id, --stream-id and --account-id", ExitCode.usage)
+          const given = [batchId, responseId, streamId, fileId, accountId].filter(Option.isSome)
+          if (given.length !== 1) return yield* fail("give exactly one of --batch-id, --response-id, --stream-id, --file-id and --account-id", ExitCode.usage)
           if (Option.isSome(responseId) && !isResponseId(responseId.value)) {
             return yield* fail(`--response-id takes a response's id (resp_…), not '${responseId.value}'`, ExitCode.usage)
+          }
+          if (Option.isSome(fileId) && !isUploadedFileId(fileId.value)) {
+            const view = batchOfFileId(fileId.value)
+            return yield* fail(
+              view === undefined
+                ? `--file-id takes an uploaded file's id (file-…), not '${fileId.value}'`
+                : `'${fileId.value}' is batch ${view.batchId}'s ${view.kind} file, read from its results with no events of its own: see --batch-id ${view.batchId}`,
+              ExitCode.usage,
+            )
           }
           const entries = Option.isSome(batchId)
             ? yield* batchHistory(log, batchId.value, bodies)
@@ -52,7 +64,9 @@ const history = leaf(
               ? yield* batchHistory(log, responseId.value, bodies)
               : Option.isSome(streamId)
                 ? yield* streamHistory(log, streamId.value)
-                : yield* accountHistory(log, Option.getOrThrow(accountId))
+                : Option.isSome(fileId)
+                  ? yield* fileHistory(log, fileId.value)
+                  : yield* accountHistory(log, Option.getOrThrow(accountId))
           if (entries.length === 0) return yield* fail(`no events found for ${given[0]!.value}`)
           for (const e of entries) yield* outDrained(json ? JSON.stringify(e) : historyLine(e))
         }),
@@ -90,7 +104,7 @@ const asOf = leaf(
 )
 
 const verify = leaf(
-  "Checks every hash chain of the log and compares a read model rebuilt from it with the live one, batch by batch, response by response, stream by stream",
+  "Checks every hash chain of the log and compares a read model rebuilt from it with the live one, batch by batch, response by response, stream by stream, file by file",
   Command.make("verify", {}, () =>
     onTheLog(
       Effect.gen(function* () {

@@ -61,6 +61,8 @@ export const rebuildReadModel = (
     Effect.map(([took, rebuilt]) => ({ ...rebuilt, ms: Duration.toMillis(took) })),
   )
 
+// Not `file_uploads`: the parts of an upload refused or cut short are purged from the log, so a replay
+// never sees what the live read model remembered of them until it forgets them a day on.
 export const contentTables = [
   "batches",
   "results",
@@ -69,6 +71,8 @@ export const contentTables = [
   "responses",
   "streams",
   "stream_tombstones",
+  "files",
+  "file_tombstones",
   "accounts",
   "api_keys",
   "usage",
