@@ -83,7 +83,7 @@ const usageOfResults = (pages: Results) => {
 const laterBatchFields: Record<string, (results: Results) => unknown> = { usage: usageOfResults }
 
 /** Sections the snapshot gained after a set was written: a set without one predates what fills it, so its replay has none. */
-const laterSections = ["responses", "streams", "stream_tombstones"] as const
+const laterSections = ["responses", "streams", "stream_tombstones", "files", "file_tombstones", "batch_files"] as const
 
 const asRecorded = (snapshot: ReadModelSnapshot, expected: { readonly batches: Record<string, Record<string, unknown>> }) => {
   const later: Partial<Record<(typeof laterSections)[number], unknown>> = {}
@@ -101,7 +101,7 @@ const asRecorded = (snapshot: ReadModelSnapshot, expected: { readonly batches: R
     }
     batches[id] = kept
   }
-  const { responses: _, streams: __, stream_tombstones: ___, ...earlier } = snapshot
+  const { responses: _, streams: __, stream_tombstones: ___, files: ____, file_tombstones: _____, batch_files: ______, ...earlier } = snapshot
   return { ...earlier, ...later, batches }
 }
 
