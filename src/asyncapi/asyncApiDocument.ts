@@ -8,15 +8,22 @@ import { idempotencySubject } from "../domain/idempotency/subjects.js"
 import { documentedHeaders } from "../eventlog/headers.js"
 import { WebhookEvent, webhookSubject } from "../domain/webhook/events.js"
 import { StreamEvent, streamSubject } from "../domain/stream/events.js"
+import { FileEvent, filePartSubject, fileSubject } from "../domain/file/events.js"
 
-/** One kind of stored message: its payload Schema and the subject it is published on. */
+/** One kind of stored message: its payload Schema (or, for bytes that are no event, their description) and the subject it is published on. */
 interface MessageKind {
   readonly type: string
-  readonly schema: Schema.Schema.Any
+  readonly schema: Schema.Schema.Any | RawBytes
   readonly address: string
   readonly parameters: Record<string, string>
   /** Kinds that share a subject share a channel. */
   readonly channel: string
+}
+
+interface RawBytes {
+  readonly raw: true
+  readonly contentType: string
+  readonly description: string
 }
 
 const BATCH_ID = "{batch_id}"
@@ -32,6 +39,8 @@ const streamParameters = { stream_id: "The stream's id, `stream_…`" }
 const accountParameters = { account_id: "The account's id" }
 const DIGEST = "{digest}"
 const idempotencyParameters = { digest: "The hex SHA-256 of the account id and the Idempotency-Key" }
+const FILE_ID = "{file_id}"
+const fileParameters = { file_id: "The uploaded file's id, `file-…`" }
 const WEBHOOK_ID = "{webhook_id}"
 const webhookParameters = { webhook_id: "The webhook endpoint's id, `wh_…`" }
 const webhookSubjectType = { webhook_created: "webhook_created", webhook_deleted: "webhook_deleted", webhook_delivery_attempted: "delivery_attempted" } as const
@@ -80,6 +89,25 @@ export const messageKinds = (): ReadonlyArray<MessageKind> => [
     const type = typeOf(schema) as StreamEvent["type"]
     return { type, schema, address: streamSubject(STREAM_ID, type), parameters: streamParameters, channel: type }
   }),
+  ...FileEvent.members.map((schema): MessageKind => {
+    const type = typeOf(schema) as FileEvent["type"]
+    return { type, schema, address: fileSubject(FILE_ID, type), parameters: fileParameters, channel: type }
+  }),
+  {
+    type: "file_part",
+    schema: {
+      raw: true,
+      contentType: "application/octet-stream",
+      description:
+        "A piece of an uploaded file's bytes, not an event: up to 256 KiB, in order, appended before `file_created`, whose " +
+        "`content` names them (`first_seq` to `last_seq`, `parts` of them); the file is their data joined. Headers: " +
+        "`ce-type: sluice.file.part`, `ce-datacontenttype: application/octet-stream`, `Nats-Msg-Id: <file_id>:part:<n>`. " +
+        "Purged with the file, and by the upload itself when it is refused or cut short.",
+    },
+    address: filePartSubject(FILE_ID),
+    parameters: fileParameters,
+    channel: "file_part",
+  },
   ...AccountEvent.members.map((schema): MessageKind => {
     const type = typeOf(schema) as AccountEvent["type"]
     return { type, schema, address: accountSubject(ACCOUNT_ID, type), parameters: accountParameters, channel: type }
@@ -95,6 +123,8 @@ export const messageKinds = (): ReadonlyArray<MessageKind> => [
 ]
 
 type Json = Record<string, unknown>
+
+const isRaw = (schema: MessageKind["schema"]): schema is RawBytes => "raw" in schema
 
 // Events may gain optional fields (never lose or rename one): consumers must not refuse unknown fields.
 const openToAdditions = (schema: unknown): unknown => {
@@ -124,7 +154,9 @@ export const asyncApiDocument = (version: string): Json => {
   const kinds = messageKinds()
   const definitions: Record<string, JSONSchema.JsonSchema7> = {}
   const payloads = kinds.map((k) =>
-    openToAdditions(JSONSchema.fromAST(k.schema.ast, { definitions, definitionPath: "#/components/schemas/" })),
+    isRaw(k.schema)
+      ? { type: "string", format: "binary" }
+      : openToAdditions(JSONSchema.fromAST(k.schema.ast, { definitions, definitionPath: "#/components/schemas/" })),
   )
   const channels: Json = {}
   const operations: Json = {}
@@ -143,11 +175,11 @@ export const asyncApiDocument = (version: string): Json => {
       messages: [],
     }) as { messages: Array<Json> }
     operation.messages.push({ $ref: `#/channels/${k.channel}/messages/${k.type}` })
-    const description = k.schema.ast.annotations[SchemaAST.DescriptionAnnotationId]
+    const description = isRaw(k.schema) ? k.schema.description : k.schema.ast.annotations[SchemaAST.DescriptionAnnotationId]
     messages[k.type] = {
       name: k.type,
       title: k.type,
-      contentType: "application/json",
+      contentType: isRaw(k.schema) ? k.schema.contentType : "application/json",
       headers: { $ref: "#/components/schemas/Headers" },
       payload: payloads[i],
       ...(description === undefined ? {} : { description }),
@@ -159,7 +191,7 @@ export const asyncApiDocument = (version: string): Json => {
       title: "Sluice event log",
       version,
       description:
-        "Every change to a batch, a response, a stream, an account, an idempotency key or a webhook is an event stored on its own subject of the JetStream stream `SLUICE` " +
+        "Every change to a batch, a response, a stream, an uploaded file, an account, an idempotency key or a webhook is an event stored on its own subject of the JetStream stream `SLUICE` " +
         "(or the embedded log's table, with the same subjects and headers). `batch.>` takes every batch event, " +
         "`batch.<batch_id>.>` one batch's whole history, `batch.*.<event_type>` one type across all batches. " +
         "Row events (`row_started`, `row_retrying`, `row_completed`, `row_failed`, `row_cancelled`) are carried in lane windows, " +
@@ -167,6 +199,8 @@ export const asyncApiDocument = (version: string): Json => {
         "A queued response (background, a stream's item, flex) runs as a batch of one row with the same events, on `response.<response_id>.<event_type>` " +
         "and `response.<response_id>.lane.<lane>` (`response.>` takes them all); its `batch_created` carries `response`. " +
         "A stream's own events are on `stream.<stream_id>.<event_type>`; its items are responses naming it. " +
+        "An uploaded file's events are on `file.<file_id>.<event_type>`; its bytes are raw parts on `file.<file_id>.part` " +
+        "(`application/octet-stream`, not JSON), appended before `file_created`, which names them. " +
         "Times are Unix milliseconds. Events are never renamed and lose no field; new types and optional fields may be added.",
     },
     defaultContentType: "application/json",

@@ -10,6 +10,7 @@ import { idempotencySubject } from "../../src/domain/idempotency/subjects.js"
 import { WebhookEvent, webhookSubject } from "../../src/domain/webhook/events.js"
 import { onceOnlyTypes, rowEventTypes } from "../../src/domain/batch/events.js"
 import { StreamEvent, streamSubject } from "../../src/domain/stream/events.js"
+import { FileEvent, filePartSubject, fileSubject, isFilePartSubject } from "../../src/domain/file/events.js"
 import { batchSubject, laneSubject, laneToken } from "../../src/domain/batch/subjects.js"
 import { CHUNK_HEADER } from "../../src/eventlog/chunking.js"
 import { simDirective } from "../../src/sim/Directives.js"
@@ -38,6 +39,7 @@ const publishedAccountTypes = AccountEvent.members.map(literalType)
 const publishedIdempotencyTypes = IdempotencyEvent.members.map(literalType)
 const publishedWebhookTypes = WebhookEvent.members.map(literalType)
 const publishedStreamTypes = StreamEvent.members.map(literalType)
+const publishedFileTypes = FileEvent.members.map(literalType)
 const webhookSubjectOf = { webhook_created: "webhook_created", webhook_deleted: "webhook_deleted", webhook_delivery_attempted: "delivery_attempted" } as const
 
 /** A channel's address with its parameters filled in, as a subject. */
@@ -71,10 +73,12 @@ describe("the AsyncAPI document", () => {
     const { document, diagnostics } = await new Parser().parse(served)
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.path.join(".")}: ${d.message}`)).toEqual([])
     expect(document?.version()).toMatch(/^3\./)
-    // Every batch event type but the row events, and the lane window that carries them (a response's are the same messages).
+    // Every batch event type but the row events, and the lane window that carries them (a response's are the same messages);
+    // a file's events and its raw parts.
     const ids = new Set(document!.messages().all().map((m) => m.id()))
     expect(ids.size).toBe(
-      publishedBatchTypes.length + 1 + publishedStreamTypes.length + publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length,
+      publishedBatchTypes.length + 1 + publishedStreamTypes.length + publishedFileTypes.length + 1 +
+        publishedAccountTypes.length + publishedIdempotencyTypes.length + publishedWebhookTypes.length,
     )
   })
 
@@ -85,13 +89,24 @@ describe("the AsyncAPI document", () => {
       channels.find(
         (c) =>
           c.messages().all().some((m) => m.id() === type) &&
-          subjectOf(c.address()!, { batch_id: "batch_x", response_id: "resp_x", stream_id: "stream_x", lane: laneToken("m"), account_id: "acct_x", digest: "d1", webhook_id: "wh_x" }) === subject,
+          subjectOf(c.address()!, {
+            batch_id: "batch_x",
+            response_id: "resp_x",
+            stream_id: "stream_x",
+            file_id: "file-x",
+            lane: laneToken("m"),
+            account_id: "acct_x",
+            digest: "d1",
+            webhook_id: "wh_x",
+          }) === subject,
       )
     for (const type of publishedBatchTypes) expect(find(batchSubject("batch_x", type), type), type).toBeDefined()
     // A response runs as a one-row batch: the same messages on its own subjects.
     for (const type of publishedBatchTypes) expect(find(batchSubject("resp_x", type), type), `response ${type}`).toBeDefined()
     expect(batchSubject("resp_x", "batch_created")).toBe("response.resp_x.batch_created")
     for (const type of publishedStreamTypes) expect(find(streamSubject("stream_x", type as never), type), type).toBeDefined()
+    for (const type of publishedFileTypes) expect(find(fileSubject("file-x", type as never), type), type).toBeDefined()
+    expect(find(filePartSubject("file-x"), "file_part")).toBeDefined()
     // Row events are in the lane window's payload, and no channel offers them on a subject of their own.
     expect(find(laneSubject("batch_x", "m"), "lane_window")).toBeDefined()
     expect(find(laneSubject("resp_x", "m"), "lane_window")).toBeDefined()
@@ -115,12 +130,22 @@ describe("the AsyncAPI document", () => {
     expect(spec.info.description).toContain("stream.<stream_id>.<event_type>")
   })
 
+  it("describes a file's raw parts as bytes, not JSON, and names the file's subjects", () => {
+    const part = spec.components.messages.file_part
+    expect(part.contentType).toBe("application/octet-stream")
+    expect(part.payload).toEqual({ type: "string", format: "binary" })
+    expect(part.description).toContain("sluice.file.part")
+    expect(spec.channels.file_part.address).toBe("file.{file_id}.part")
+    expect(spec.info.description).toContain("file.<file_id>.<event_type>")
+    expect(spec.components.schemas.Headers.properties["ce-datacontenttype"].description).toContain("application/octet-stream")
+  })
+
   it("documents the headers a stored message carries", () => {
     const headers = spec.components.schemas.Headers.properties
     expect(Object.keys(headers)).toEqual(expect.arrayContaining(["Nats-Msg-Id", CHUNK_HEADER]))
   })
 
-  it("describes every message a batch's, a response's and a stream's life stored: each falls in one channel and its payload validates", async () => {
+  it("describes every message a batch's, a response's, a stream's and a file's life stored: each falls in one channel and its payload validates", async () => {
     const api = client(sluice.url)
     // First, as retention purges everything that ended before: a stream archived and purged after its retention.
     const purged = await api.call("POST", "/v1/streams", { name: "purged" })
@@ -165,6 +190,20 @@ describe("the AsyncAPI document", () => {
       expect((await api.call("PATCH", `/v1/streams/${stream.body.id}`, patch)).status).toBe(200)
     }
 
+    // Two uploaded files, one of them deleted (purged to its tombstone); the kept one in more than one part.
+    const upload = async (name: string, content: string) => {
+      const form = new FormData()
+      form.append("purpose", "batch")
+      form.append("file", new Blob([content]), name)
+      const answer = await fetch(`${sluice.url}/v1/files`, { method: "POST", headers: { authorization: `Bearer ${BOOTSTRAP_KEY}` }, body: form })
+      expect(answer.status).toBe(200)
+      return ((await answer.json()) as { id: string }).id
+    }
+    const line = (i: number) => `${JSON.stringify({ custom_id: `f-${i}`, method: "POST", url: "/v1/chat/completions", body: { model: MODEL, messages: [{ role: "user", content: "x".repeat(1000) }] } })}\n`
+    const kept = await upload("kept.jsonl", Array.from({ length: 400 }, (_, i) => line(i)).join(""))
+    const dropped = await upload("dropped.jsonl", line(0))
+    expect((await api.call("DELETE", `/v1/files/${dropped}`)).status).toBe(200)
+
     const ajv = new Ajv({ strict: false, allErrors: true })
     const messages = Object.values(spec.channels).flatMap((channel: any) =>
       Object.keys(channel.messages).map((name) => {
@@ -179,6 +218,12 @@ describe("the AsyncAPI document", () => {
     const seen = new Set<string>()
     for (const m of stored) {
       if (m.headers !== null && JSON.parse(m.headers)[CHUNK_HEADER] !== undefined) continue
+      if (isFilePartSubject(m.subject)) {
+        expect(messages.filter((k) => k.pattern.test(m.subject)).map((k) => k.name), m.subject).toEqual(["file_part"])
+        expect(JSON.parse(m.headers!)["ce-datacontenttype"]).toBe(spec.components.messages.file_part.contentType)
+        seen.add("file_part")
+        continue
+      }
       const payload = JSON.parse(m.data.toString("utf8"))
       const matching = messages.filter((k) => k.pattern.test(m.subject) && k.name === payload.type)
       expect(matching.map((k) => k.name), m.subject).toHaveLength(1)
@@ -202,8 +247,14 @@ describe("the AsyncAPI document", () => {
         "stream_cancelled",
         "stream_archived",
         "stream_purged",
+        "file_part",
+        "file_created",
+        "file_purged",
       ]),
     )
+    // file_deleted is purged with the rest of the file's history at once: the fixture logs hold one whose purge was refused.
+    expect(stored.filter((m) => m.subject === filePartSubject(kept)).length).toBeGreaterThan(1)
+    expect(stored.filter((m) => m.subject.startsWith(`file.${dropped}.`)).map((m) => m.subject)).toEqual([fileSubject(dropped, "file_purged")])
     expect(stored.some((m) => m.subject === `response.${background.body.id}.batch_created`)).toBe(true)
     expect(stored.some((m) => m.subject.startsWith(`response.${item.body.id}.lane.`))).toBe(true)
   })
