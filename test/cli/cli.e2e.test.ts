@@ -105,7 +105,7 @@ describe("the sluice CLI against a real server", () => {
     expect(noModel.code).toBe(1)
     expect(noModel.stderr).toMatch(/line 1: .*model/)
 
-    const wrongUrl = file("url.jsonl", jsonl([{ custom_id: "x", method: "POST", url: "/v1/embeddings", body: { model, input: "x" } }]))
+    const wrongUrl = file("url.jsonl", jsonl([{ custom_id: "x", method: "POST", url: "/v1/completions", body: { model, prompt: "x" } }]))
     const refusedUrl = await cli("batch", "submit", "--input-file", wrongUrl)
     expect(refusedUrl.code).toBe(1)
     expect(refusedUrl.stderr).toMatch(/line 1: .*url/)
