@@ -7,8 +7,11 @@ import { type FileBatchRequest, FileBatchMessage, fileLineChecker } from "../dom
 import type { LogUnavailable } from "../eventlog/EventLog.js"
 import { type ApiError, badRequest } from "./errors.js"
 
-/** About this many bytes of lines are read, checked and stored at a time when the rows are written. */
-const GROUP_BYTES = 4 * 1024 * 1024
+/**
+ * About this many bytes of lines are read, checked and stored at a time when the rows are written: B17's
+ * peak RSS over idle for a 200 MB file was 165 MB with groups of 4 MiB and 107 MB with 1 MiB, in the same time.
+ */
+const GROUP_BYTES = 1024 * 1024
 
 /** A batch read from a file, its every line checked, whose rows are read again as they are stored. */
 export interface FileBatch {
