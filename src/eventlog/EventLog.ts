@@ -61,6 +61,11 @@ export interface ReadOptions {
    * one delivered may have come from a node the stream has moved on from.
    */
   readonly onResume?: () => void
+  /**
+   * How many messages an adapter that pulls (NATS) asks for at a time, for a reader of large messages
+   * (a file's 256 KiB parts) that would rather hold a few than the default's many; others ignore it.
+   */
+  readonly pullMessages?: number
 }
 
 export class WrongLastSequence extends Data.TaggedError("WrongLastSequence")<{

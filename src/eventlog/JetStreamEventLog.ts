@@ -247,13 +247,13 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
     )
 
     /** `delivered()`: the seq after the last message the caller has taken, for the stall check. */
-    const consume = (filter: string, fromSeq: number, delivered: () => number) =>
+    const consume = (filter: string, fromSeq: number, delivered: () => number, maxMessages = PULL_MAX_MESSAGES) =>
       Stream.acquireRelease(
         Effect.tryPromise({
           try: async () => {
             const consumer = await js.consumers.get(stream, { filter_subjects: filter, opt_start_seq: Math.max(fromSeq, 1) })
             const messages = await consumer.consume({
-              max_messages: PULL_MAX_MESSAGES,
+              max_messages: maxMessages,
               expires: PULL_EXPIRES_MS,
               idle_heartbeat: IDLE_HEARTBEAT_MS,
             })
@@ -303,7 +303,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
             if (from > last) return Stream.empty
             let taken = from
             let endSeq = -1
-            return Stream.flatMap(consume(filter, from, () => taken), ({ pending, messages, stalled }) =>
+            return Stream.flatMap(consume(filter, from, () => taken, options?.pullMessages), ({ pending, messages, stalled }) =>
               Stream.unwrap(
                 Effect.map(pending === 0 ? lastOn(filter) : Effect.succeed(last), (stillLast) =>
                   stillLast < from

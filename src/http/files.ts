@@ -24,6 +24,7 @@ import { parseLimit } from "./pageParams.js"
 /** A form's fields and part headers, beyond its file: a body declared larger than a file and this is refused unread. */
 const FORM_ROOM = 4 * 1024 * 1024
 const MAX_LIST_LIMIT = 10_000
+const PARTS_IN_FLIGHT = 8
 const PURGE_REFUSED = Schedule.spaced("500 millis").pipe(Schedule.intersect(Schedule.recurs(4)))
 const encoder = new TextEncoder()
 const seconds = (ms: number) => Math.floor(ms / 1000)
@@ -214,7 +215,8 @@ export class Files extends Effect.Service<Files>()("Http/Files", {
     const bytesOf = (row: FileRow): Stream.Stream<Uint8Array, LogUnavailable | Truncated> => {
       if (row.parts === 0) return Stream.empty
       let sent = 0
-      return log.read(filePartSubject(row.id), row.first_seq).pipe(
+      // A few parts in flight, not the default 64 (16 MiB of them on NATS), for each of a create's two reads.
+      return log.read(filePartSubject(row.id), row.first_seq, { pullMessages: PARTS_IN_FLIGHT }).pipe(
         Stream.takeWhile((m) => m.seq <= row.last_seq),
         Stream.map((m) => {
           sent += m.data.length
