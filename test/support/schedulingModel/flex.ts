@@ -37,7 +37,9 @@ export const sendFlex = (w: World, account: number, kind: Kind, endpoint: Flex["
   w.flexes.push(flex)
   const ended = (end: NonNullable<Flex["end"]>) => {
     flex.end = end
-    flex.until = w.disruptions
+    // A flex request whose answer was lost with its instance stays queued in the log, and an instance
+    // started again runs it: every disruption after the loss may run it once more, as for a batch row.
+    flex.until = end._tag === "Lost" ? undefined : w.disruptions
   }
   void fetch(`${w.sluices[i]!.url}${endpoint === "chat" ? "/v1/chat/completions" : "/v1/responses"}`, {
     method: "POST",
