@@ -1,4 +1,5 @@
 import { isObject, type JsonObject as Json } from "../domain/json.js"
+import { parseJsonObject } from "./jsonBody.js"
 
 /** The few fields of a chat-completion request the simulator looks at, with minimal validation. */
 export interface ChatRequest {
@@ -25,13 +26,8 @@ const textOf = (content: unknown): string => {
 
 /** Returns the request, or the message of a 400 answer. */
 export const parseChatRequest = (body: string): ChatRequest | string => {
-  let json: unknown
-  try {
-    json = JSON.parse(body)
-  } catch {
-    return "We could not parse the JSON body of your request."
-  }
-  if (!isObject(json)) return "The request body must be a JSON object."
+  const json = parseJsonObject(body)
+  if (typeof json === "string") return json
   const { model, messages, stream, stream_options: streamOptions } = json
   if (typeof model !== "string" || model.length === 0) return "You must provide a model parameter."
   if (!Array.isArray(messages) || messages.length === 0) return "'messages' must be a non-empty array."

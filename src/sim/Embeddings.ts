@@ -1,6 +1,7 @@
 import { isObject } from "../domain/json.js"
 import { CHARS_PER_TOKEN } from "./Completion.js"
 import { mulberry32 } from "./Prng.js"
+import { parseJsonObject } from "./jsonBody.js"
 
 /** The length of every vector the simulator makes; `dimensions` asks for a shorter one. */
 export const SIM_EMBEDDING_DIMENSIONS = 384
@@ -33,13 +34,8 @@ const inputsOf = (input: unknown): ReadonlyArray<string | ReadonlyArray<number>>
 
 /** Returns the request, or the message of a 400 answer. */
 export const parseEmbeddingsRequest = (body: string): EmbeddingsRequest | string => {
-  let json: unknown
-  try {
-    json = JSON.parse(body)
-  } catch {
-    return "We could not parse the JSON body of your request."
-  }
-  if (!isObject(json)) return "The request body must be a JSON object."
+  const json = parseJsonObject(body)
+  if (typeof json === "string") return json
   const { model, input, encoding_format: format, dimensions } = json
   if (typeof model !== "string" || model.length === 0) return "You must provide a model parameter."
   const inputs = inputsOf(input)

@@ -1,6 +1,7 @@
 import { isObject } from "../domain/json.js"
 import { parseChatRequest } from "./ChatRequest.js"
 import { CHARS_PER_TOKEN } from "./Completion.js"
+import { parseJsonObject } from "./jsonBody.js"
 
 /** The context length the simulator reports for every model, as vLLM's `/tokenize` does for its own. */
 export const SIM_MAX_MODEL_LEN = 32_768
@@ -11,13 +12,8 @@ export const SIM_MAX_MODEL_LEN = 32_768
  * `usage.prompt_tokens` for the same messages; the token ids are placeholders.
  */
 export const tokenizeAnswer = (body: string): { readonly model: string; readonly json: string } | string => {
-  let json: unknown
-  try {
-    json = JSON.parse(body)
-  } catch {
-    return "We could not parse the JSON body of your request."
-  }
-  if (!isObject(json)) return "The request body must be a JSON object."
+  const json = parseJsonObject(body)
+  if (typeof json === "string") return json
   let model: string
   let count: number
   if (typeof json.prompt === "string") {
