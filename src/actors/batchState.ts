@@ -1,15 +1,22 @@
 import type { BatchEndpoint } from "../domain/batch/endpoint.js"
 import type { BatchCreated } from "../domain/batch/events.js"
+import { DEFAULT_PRIORITY, type Priority } from "../domain/scheduling/priority.js"
 
-/** Whose batch it is and which models its rows use, for the writer's logs and metrics; the endpoint they call, for its models' actors. */
+/**
+ * Whose batch it is and which models its rows use, for the writer's logs and metrics; the endpoint
+ * they call, their priority and the time by which they must start, for its models' actors.
+ */
 export interface BatchOwner {
   readonly accountId: string
   readonly models: ReadonlyArray<string>
   /** Absent for chat completions. */
   readonly endpoint?: BatchEndpoint
+  readonly priority: Priority
+  /** Its `expires_at` (ms): a row not started by then expires. */
+  readonly startBy: number
 }
 
-export const ownerOf = (created: typeof BatchCreated.Type): BatchOwner =>
-  created.endpoint === undefined
-    ? { accountId: created.account_id, models: created.models }
-    : { accountId: created.account_id, models: created.models, endpoint: created.endpoint }
+export const ownerOf = (created: typeof BatchCreated.Type): BatchOwner => {
+  const owner = { accountId: created.account_id, models: created.models, priority: created.priority ?? DEFAULT_PRIORITY, startBy: created.expires_at }
+  return created.endpoint === undefined ? owner : { ...owner, endpoint: created.endpoint }
+}

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { QueuedResponse } from "../response/queuedResponse.js"
+import { Priority } from "../scheduling/priority.js"
 import { BatchEndpoint } from "./endpoint.js"
 
 /*
@@ -45,6 +46,8 @@ export const BatchCreated = Schema.Struct({
   endpoint: Schema.optional(BatchEndpoint),
   /** The uploaded file (`file-…`) the rows were read from; absent for a batch whose rows came inline. */
   input_file_id: Schema.optional(Schema.String),
+  /** Its rows' priority on their models; absent for `standard` (every batch stored before priorities existed). */
+  priority: Schema.optional(Priority),
 })
 
 /**
