@@ -1,4 +1,5 @@
 import { Cause, Context, Data, Deferred, Effect, Either, Exit, FiberId, Layer, Option, Runtime, type Stream } from "effect"
+import { type LaneTerms, defaultTerms } from "../domain/scheduling/ModelQueue.js"
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
 import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
@@ -18,6 +19,7 @@ import { appendBodies, appendRowGroups, type NewRow, rowsMessages } from "./rows
 import { type BatchEndpoint, CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { appendSettled } from "./unknownOutcome.js"
 import type { QueuedResponse } from "../domain/response/queuedResponse.js"
+import { DEFAULT_PRIORITY, type Priority } from "../domain/scheduling/priority.js"
 
 export interface NewBatch {
   readonly accountId: string
@@ -35,6 +37,8 @@ export interface NewBatch {
   readonly inputFileId?: string
   /** A response run as this one-row batch; its id must then be a response id (src/domain/batch/subjects.ts). */
   readonly response?: QueuedResponse
+  /** Absent for standard. */
+  readonly priority?: Priority
 }
 
 /** A batch's rows as groups to be read one after the other, with what the batch event needs to know first. */
@@ -91,6 +95,8 @@ export interface Claimed {
   readonly accountId: string
   /** The endpoint the batch's rows call; absent for chat completions. */
   readonly endpoint?: BatchEndpoint
+  /** Its rows' priority and start-by time; the defaults for a batch whose create the log no longer holds. */
+  readonly terms: LaneTerms
 }
 
 export interface Decided {
@@ -196,6 +202,8 @@ const createdEvent = (batch: NewBatch, batchId: string, now: number): Extract<Ba
   ...(batch.response === undefined ? {} : { response: batch.response }),
   ...(batch.endpoint === undefined || batch.endpoint === CHAT_ENDPOINT ? {} : { endpoint: batch.endpoint }),
   ...(batch.inputFileId === undefined ? {} : { input_file_id: batch.inputFileId }),
+  // Standard is left out, so that a batch created as before is stored as before.
+  ...(batch.priority === undefined || batch.priority === DEFAULT_PRIORITY ? {} : { priority: batch.priority }),
 })
 
 const windowName = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : `${Math.round(ms / 60_000)}m`)
@@ -679,8 +687,10 @@ export const Live = Layer.effect(
               const phase = rowPhase(current.state, row)
               return phase === undefined || phase.status === "queued"
             })
-        const endpoint = current.owner?.endpoint
-        return endpoint === undefined ? { rows, accountId: current.owner?.accountId ?? "" } : { rows, accountId: current.owner?.accountId ?? "", endpoint }
+        const owner = current.owner
+        const terms = owner === undefined ? defaultTerms : { priority: owner.priority, startBy: owner.startBy }
+        const mayRun: Claimed = { rows, accountId: owner?.accountId ?? "", terms }
+        return owner?.endpoint === undefined ? mayRun : { ...mayRun, endpoint: owner.endpoint }
       })
 
     return {

@@ -110,10 +110,10 @@ export const Live = Layer.scoped(
           if (claimed.left._tag === "LeaseLost") return yield* loseLease(entry.lease.model, claimed.left.reason)
           return
         }
-        const { rows, accountId, endpoint } = claimed.right
+        const { rows, accountId, endpoint, terms } = claimed.right
         if (owned.get(entry.lease.model) !== entry) return
         const created = createdAt ?? (batches.one(batchId)?.created_at ?? 0) * 1000
-        if (rows.length > 0) entry.actor.enqueue(accountId, batchId, rows, created, endpoint)
+        if (rows.length > 0) entry.actor.enqueue(accountId, batchId, rows, endpoint === undefined ? { createdAt: created, terms } : { createdAt: created, endpoint, terms })
         yield* writer.execute(batchId, { type: "Reconcile", at: yield* writer.now }).pipe(Effect.ignore)
       }).pipe(Effect.catchAllCause((cause) => Effect.logError(`batch ${batchId} could not be taken on ${entry.lease.model}`, cause)))
 
@@ -266,6 +266,7 @@ export const Live = Layer.scoped(
           slotsInUse: 0,
           running: 0,
           queuedByAccount: new Map(),
+          queuedByPriority: new Map(),
           interactiveInFlight: load.interactiveInFlight(model),
           leaseOwner: holder,
         }

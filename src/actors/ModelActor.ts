@@ -14,17 +14,16 @@ import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
 import { makeBodyCache } from "./bodyCache.js"
 import { whileLogUnavailable } from "./logRetry.js"
-import { makeModelSlots } from "./model/modelSlots.js"
+import { type TakenRow, makeModelSlots } from "./model/modelSlots.js"
+import type { LaneTerms } from "../domain/scheduling/ModelQueue.js"
+import { Priorities, type Priority } from "../domain/scheduling/priority.js"
 import { makeUpstreamCaller } from "./upstreamCall.js"
 import { type MetricsShape, type ModelSnapshot, answerLabel } from "../metrics/Metrics.js"
 
 export interface ModelActor {
   readonly model: ModelEntry
-  /**
-   * `createdAt` (ms), when known, times the rows' first starts. `endpoint`, the batch's when it is not
-   * chat completions, is given with its rows' first enqueue and kept until the batch is dropped.
-   */
-  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>, createdAt?: number, endpoint?: BatchEndpoint) => void
+  /** `first` with the batch's first rows (a retry's enqueue keeps what it said). */
+  readonly enqueue: (accountId: string, batchId: string, rows: ReadonlyArray<number>, first?: FirstEnqueue) => void
   readonly drop: (batchId: string) => void
   /** Shutdown has begun: no row starts from now on; the running ones go on to finish. */
   readonly stopTaking: () => void
@@ -33,6 +32,14 @@ export interface ModelActor {
   readonly inFlight: () => number
   readonly queued: () => number
   readonly snapshot: () => ModelSnapshot
+}
+
+export interface FirstEnqueue {
+  /** When the batch was created (ms): times the rows' first starts. */
+  readonly createdAt: number
+  /** The batch's when it is not chat completions: kept until the batch is dropped. */
+  readonly endpoint?: BatchEndpoint
+  readonly terms: LaneTerms
 }
 
 const SHUTDOWN_GRACE_MS = 30_000
@@ -67,27 +74,32 @@ export const makeModelActor = (
     const clock = yield* Effect.clock
     const bodies = makeBodyCache(results, log)
     const upstream = yield* makeUpstreamCaller(model)
-    const slots = yield* makeModelSlots(model, load, admission, upstream)
+    const slots = yield* makeModelSlots(model, load, admission, upstream, () => clock.unsafeCurrentTimeMillis())
     let abandoned = false
     const createdAt = new Map<string, number>()
     // Only the batches that need one: a chat row's path looks no further than a miss here.
     const routes = new Map<string, Route>()
-    /** Rows sleeping until their retry, by account: queued, though not in the queue. */
+    /** Rows sleeping until their retry, by account and by priority: queued, though not in the queue. */
     const retrying = new Map<string, number>()
-    const bumpRetrying = (accountId: string, by: number) => {
-      const n = (retrying.get(accountId) ?? 0) + by
-      if (n > 0) retrying.set(accountId, n)
-      else retrying.delete(accountId)
+    const retryingByPriority = new Map<Priority, number>()
+    const bump = <K>(counts: Map<K, number>, key: K, by: number) => {
+      const n = (counts.get(key) ?? 0) + by
+      if (n > 0) counts.set(key, n)
+      else counts.delete(key)
     }
-    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>, created?: number, endpoint?: BatchEndpoint) => {
-      if (created !== undefined) {
+    const bumpRetrying = (accountId: string, priority: Priority, by: number) => {
+      bump(retrying, accountId, by)
+      bump(retryingByPriority, priority, by)
+    }
+    const enqueue = (accountId: string, batchId: string, rows: ReadonlyArray<number>, first?: FirstEnqueue) => {
+      if (first !== undefined) {
         if (createdAt.size >= CREATED_AT_LIMIT) createdAt.delete(createdAt.keys().next().value!)
-        createdAt.set(batchId, created)
+        createdAt.set(batchId, first.createdAt)
+        if (first.endpoint !== undefined && first.endpoint !== "/v1/chat/completions") {
+          routes.set(batchId, { endpoint: first.endpoint, createdAt: first.createdAt })
+        }
       }
-      if (endpoint !== undefined && endpoint !== "/v1/chat/completions") {
-        routes.set(batchId, { endpoint, createdAt: created ?? clock.unsafeCurrentTimeMillis() })
-      }
-      slots.push(accountId, batchId, rows)
+      slots.push(accountId, batchId, rows, first?.terms)
     }
 
     const costOf = (usage: unknown) => costUsd(model, usage)
@@ -179,11 +191,12 @@ export const makeModelActor = (
           }),
       })
 
-    const runRow = (accountId: string, batchId: string, row: number, freeSlot: () => void) =>
+    const runRow = ({ accountId, batchId, row, freeSlot, priority, early }: TakenRow) =>
       Effect.gen(function* () {
         const decided = yield* decideStart(batchId, row)
         const start = decided.events.find((e) => e.type === "row_started")
         if (start?.type !== "row_started") return
+        metrics.rowStarted(model.id, priority, early)
         const created = start.attempt === 1 ? createdAt.get(batchId) : undefined
         if (created !== undefined) metrics.firstStart(model.id, (start.at - created) / 1000)
         // The call goes out while the start is appended. A crash before the start is stored leaves the
@@ -199,9 +212,9 @@ export const makeModelActor = (
         countSettled(settled.events, reason)
         const retry = settled.events.find((e) => e.type === "row_retrying")
         if (retry !== undefined && retry.type === "row_retrying") {
-          bumpRetrying(accountId, 1)
+          bumpRetrying(accountId, priority, 1)
           yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
-            Effect.ensuring(Effect.sync(() => bumpRetrying(accountId, -1))),
+            Effect.ensuring(Effect.sync(() => bumpRetrying(accountId, priority, -1))),
             Effect.andThen(() => enqueue(accountId, batchId, [row])),
             Effect.forkDaemon,
           )
@@ -219,7 +232,7 @@ export const makeModelActor = (
 
     const worker = Effect.forever(
       Effect.flatMap(slots.next, (taken) =>
-        runRow(taken.accountId, taken.batchId, taken.row, taken.freeSlot).pipe(Effect.ensuring(Effect.sync(taken.finish))),
+        runRow(taken).pipe(Effect.ensuring(Effect.sync(taken.finish))),
       ),
     )
     for (let i = 0; i < slots.workers; i++) yield* Effect.forkScoped(worker)
@@ -265,6 +278,7 @@ export const makeModelActor = (
           slotsInUse: slots.inUse(),
           running: slots.busy(),
           queuedByAccount,
+          queuedByPriority: new Map(Priorities.map((p) => [p, slots.queuedOf(p) + (retryingByPriority.get(p) ?? 0)])),
           interactiveInFlight: load.interactiveInFlight(model),
           leaseOwner: lane.owner,
         }

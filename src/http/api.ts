@@ -424,6 +424,9 @@ const ModelState = Schema.Struct({
   running: Schema.Number,
   queued: Schema.Number,
   queued_by_account: Schema.Record({ key: Schema.String, value: Schema.Number }),
+  queued_by_priority: Schema.Record({ key: Schema.String, value: Schema.Number }).annotations({
+    description: "The queued rows by their batch's priority: high, standard, background",
+  }),
   interactive_in_flight: Schema.Number,
   lease_owner: Schema.String,
 }).annotations({ identifier: "ModelState" })

@@ -37,6 +37,7 @@ export class ModelStates extends Effect.Service<ModelStates>()("Http/ModelStates
           running: m.running,
           queued,
           queued_by_account: Object.fromEntries(m.queuedByAccount),
+          queued_by_priority: Object.fromEntries(m.queuedByPriority),
           interactive_in_flight: m.interactiveInFlight,
           lease_owner: m.leaseOwner,
         }

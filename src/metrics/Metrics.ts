@@ -15,6 +15,8 @@ export interface ModelSnapshot {
   readonly running: number
   /** Rows waiting for a slot or for their retry, by account. */
   readonly queuedByAccount: ReadonlyMap<string, number>
+  /** The same rows by their batch's priority. */
+  readonly queuedByPriority: ReadonlyMap<string, number>
   readonly interactiveInFlight: number
   /** The instance that owns the model's slots (its lease holder). */
   readonly leaseOwner: string
@@ -39,6 +41,8 @@ export interface MetricsShape {
   readonly upstreamAnswered: (model: string, outcome: string, seconds: number) => void
   /** A row's first start, this long after its batch was created. */
   readonly firstStart: (model: string, seconds: number) => void
+  /** A row's start was decided; `early`: ahead of its turn, for its deadline. */
+  readonly rowStarted: (model: string, priority: string, early: boolean) => void
   readonly createRefused: (status: number) => void
   readonly appended: (events: number, seconds: number) => void
   readonly httpRequest: (method: string, route: string, status: number, seconds: number) => void
@@ -109,6 +113,12 @@ export const make = (instance: string): MetricsShape => {
     buckets: WAIT_BUCKETS,
     registers,
   })
+  const started = new Counter({
+    name: "sluice_rows_started_total",
+    help: "Batch row starts (first attempts and retries), by model, the batch's priority, and order: turn, or deadline for a row started ahead of its turn to start before its batch expires",
+    labelNames: ["model", "priority", "order"] as const,
+    registers,
+  })
   const refused = new Counter({
     name: "sluice_batch_creates_refused_total",
     help: "Batch creates refused, by the HTTP status answered",
@@ -168,6 +178,16 @@ export const make = (instance: string): MetricsShape => {
     collect() {
       this.reset()
       for (const m of models()) for (const [account, n] of m.queuedByAccount) this.set({ model: m.model, account }, n)
+    },
+  })
+  new Gauge({
+    name: "sluice_rows_queued_by_priority",
+    help: "Batch rows waiting for a slot or for their retry, by model and their batch's priority",
+    labelNames: ["model", "priority"] as const,
+    registers,
+    collect() {
+      this.reset()
+      for (const m of models()) for (const [priority, n] of m.queuedByPriority) this.set({ model: m.model, priority }, n)
     },
   })
 
@@ -231,6 +251,7 @@ export const make = (instance: string): MetricsShape => {
     retry: (model, reason) => retries.inc({ model, reason }),
     upstreamAnswered: (model, outcome, seconds) => latency.observe({ model, outcome }, seconds),
     firstStart: (model, seconds) => firstStart.observe({ model }, Math.max(0, seconds)),
+    rowStarted: (model, priority, early) => started.inc({ model, priority, order: early ? "deadline" : "turn" }),
     createRefused: (status) => refused.inc({ reason: String(status) }),
     appended: (events, seconds) => {
       appendSeconds.observe(seconds)

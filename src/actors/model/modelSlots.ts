@@ -1,7 +1,9 @@
 import { Effect, Option, Queue } from "effect"
 import type { ModelEntry } from "../../config/Catalog.js"
 import { heldCalls } from "../../domain/scheduling/batchSlots.js"
-import { FairQueue, type QueuedRow } from "../../domain/scheduling/FairQueue.js"
+import { type LaneTerms, ModelQueue, type Taken } from "../../domain/scheduling/ModelQueue.js"
+import type { Priority } from "../../domain/scheduling/priority.js"
+import { RateMeter } from "../../domain/scheduling/rate.js"
 import type { AdmissionShape } from "../Admission.js"
 import type { ModelLoadShape } from "../ModelLoad.js"
 
@@ -12,7 +14,7 @@ export interface CallLimit {
 }
 
 /** A row taken for a slot: `freeSlot` once the model has answered it, `finish` once it is settled. */
-export interface TakenRow extends QueuedRow {
+export interface TakenRow extends Taken {
   readonly freeSlot: () => void
   readonly finish: () => void
 }
@@ -23,11 +25,20 @@ export interface TakenRow extends QueuedRow {
  * after the slot is free, so the slots stay busy however long the log takes. `calling` counts the calls
  * at the model and the few (`held`) started beyond its slots, which the upstream thread sends as slots
  * free; `busy` counts rows from take until settled. Rows are taken in the FairQueue's turns, among the
- * batches the account checks let start.
+ * batches the account checks let start, by priority and deadline (domain/scheduling/ModelQueue.ts).
+ * `now` is the actors' clock: the answers' times measure the model's rate, which deadlines are judged by.
  */
-export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admission: AdmissionShape, calls: CallLimit) =>
+export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admission: AdmissionShape, calls: CallLimit, now: () => number) =>
   Effect.gen(function* () {
-    const turns = new FairQueue()
+    const turns = new ModelQueue()
+    const answers = new RateMeter()
+    // Read again at most once a second of the clock: a take near a deadline asks for it each time.
+    let rate: { readonly at: number; readonly perMs: number | undefined } | undefined
+    const ratePerMs = () => {
+      const at = now()
+      if (rate === undefined || at - rate.at >= 1_000) rate = { at, perMs: answers.perMs() }
+      return rate.perMs
+    }
     // Workers with nothing to take wait here for a wake-up; the queue's negative size counts them.
     const wakeups = yield* Queue.unbounded<void>()
     const held = heldCalls(model.batchConcurrency)
@@ -58,7 +69,11 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
 
     const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
     const take = (): TakenRow | undefined => {
-      const item = !taking || calling >= load.batchSlots(model) + held ? undefined : turns.take(mayStart)
+      const item =
+        !taking || calling >= load.batchSlots(model) + held
+          ? undefined
+          : // Background rows give way to interactive traffic altogether: they run only while none is in flight.
+            turns.take(mayStart, { now: now(), ratePerMs, backgroundMayRun: load.interactiveInFlight(model) === 0 })
       if (item === undefined) return undefined
       // Taken synchronously with the check above, so no two workers pass it for the last slot.
       calling++
@@ -69,6 +84,7 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
         if (!holdsSlot) return
         holdsSlot = false
         calling--
+        answers.record(now())
         wake(1)
       }
       return {
@@ -91,8 +107,9 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
       /** Workers: twice the slots, as a worker whose row is being settled has freed its slot for another. */
       workers: 2 * model.batchConcurrency + held,
       next,
-      push: (accountId: string, batchId: string, rows: ReadonlyArray<number>) => {
-        turns.push(accountId, batchId, rows)
+      /** `terms` with the batch's first rows; a retry's push keeps them. */
+      push: (accountId: string, batchId: string, rows: ReadonlyArray<number>, terms?: LaneTerms) => {
+        turns.push(accountId, batchId, rows, terms)
         wake(Math.max(0, load.batchSlots(model) + held - calling))
       },
       drop: (batchId: string) => turns.drop(batchId),
@@ -103,6 +120,8 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
       },
       queued: () => turns.size,
       queuedByAccount: () => turns.sizesByAccount(),
+      queuedOf: (priority: Priority) => turns.sizeOf(priority),
+      termsOf: (batchId: string) => turns.termsOf(batchId),
       calling: () => calling,
       busy: () => busy,
       inUse: () => Math.max(0, calling - calls.held()),

@@ -105,6 +105,31 @@ export class FairQueue {
     return { accountId, batchId, row }
   }
 
+  /**
+   * A row of one batch out of turn (a deadline's): the cursors stay where they are, so the turns go on
+   * as if it had not been taken.
+   */
+  takeFrom(accountId: string, batchId: string): QueuedRow | undefined {
+    const lane = this.accounts.get(accountId)?.lanes.get(batchId)
+    if (lane === undefined) return undefined
+    const row = lane.rows[lane.head]!
+    lane.head++
+    this.count--
+    if (lane.head === lane.rows.length) this.removeLane(accountId, batchId)
+    return { accountId, batchId, row }
+  }
+
+  /** Whether the batch has rows waiting here. */
+  holds(accountId: string, batchId: string): boolean {
+    return this.accounts.get(accountId)?.lanes.has(batchId) ?? false
+  }
+
+  /** Whatever account it is of: a walk over the accounts. */
+  holdsBatch(batchId: string): boolean {
+    for (const account of this.accounts.values()) if (account.lanes.has(batchId)) return true
+    return false
+  }
+
   drop(batchId: string) {
     for (const [accountId, account] of this.accounts) {
       const lane = account.lanes.get(batchId)
