@@ -1,6 +1,9 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { FairQueue } from "../../src/domain/scheduling/FairQueue.js"
+import { ModelQueue } from "../../src/domain/scheduling/ModelQueue.js"
+import type { Priority } from "../../src/domain/scheduling/priority.js"
+import { HIGH_STARTS } from "../../src/domain/scheduling/shares.js"
 import { finishesAt, type QueuedBatch, rowsAhead } from "../../src/domain/scheduling/turnsAhead.js"
 
 /** Rows of other batches the FairQueue really starts before `target`'s last row, the target pushed last. */
@@ -20,7 +23,42 @@ const queueArb = fc
   .array(fc.record({ account: fc.integer({ min: 0, max: 3 }), queued: fc.integer({ min: 0, max: 20 }) }), { maxLength: 8 })
   .map((bs) => bs.map((b, i): QueuedBatch => ({ accountId: `a${b.account}`, batchId: `b${i}`, queued: b.queued, running: 0 })))
 
+/** The same with priorities: what a model's queue starts first. */
+const simulatedByPriority = (queue: ReadonlyArray<QueuedBatch>, target: QueuedBatch): number => {
+  const model = new ModelQueue()
+  for (const b of [...queue, target]) {
+    model.push(b.accountId, b.batchId, Array.from({ length: b.queued }, (_, i) => i), { priority: b.priority ?? "standard", startBy: Infinity })
+  }
+  const context = { now: 0, ratePerMs: () => undefined, backgroundMayRun: true }
+  let ahead = 0
+  for (let left = target.queued; left > 0; ) {
+    const next = model.take(() => true, context)!
+    if (next.batchId === target.batchId) left--
+    else ahead++
+  }
+  return ahead
+}
+
+const priorityArb = fc.constantFrom<Priority>("high", "standard", "background")
+
 describe("rows ahead by the turns", () => {
+  it("with priorities, matches what the model's queue starts first, within the cursors' favour per account", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ account: fc.integer({ min: 0, max: 3 }), queued: fc.integer({ min: 0, max: 20 }), priority: priorityArb }), { maxLength: 8 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 1, max: 20 }),
+        priorityArb,
+        (bs, account, queued, priority) => {
+          const queue = bs.map((b, i): QueuedBatch => ({ accountId: `a${b.account}`, batchId: `b${i}`, queued: b.queued, running: 0, priority: b.priority }))
+          const target = { accountId: `a${account}`, batchId: "target", queued, running: 0, priority }
+          const accounts = new Set(queue.map((b) => b.accountId)).size
+          expect(Math.abs(rowsAhead(queue, target) - simulatedByPriority(queue, target))).toBeLessThanOrEqual(accounts * (1 + HIGH_STARTS))
+        },
+      ),
+    )
+  })
+
   it("matches what the FairQueue starts first, within one row per account the cursor may favour", () => {
     fc.assert(
       fc.property(queueArb, fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: 20 }), (queue, account, queued) => {
