@@ -6,8 +6,8 @@ import type { Priority } from "./priority.js"
  * starves `standard`. `background` takes a start only when neither wants one.
  */
 
-export const HIGH_STARTS = 4
-export const SHARE_CYCLE = 5
+export const HIGH_STARTS = 9
+export const SHARE_CYCLE = 10
 
 /** `high` starts in a row since `standard` last took one while both waited. */
 export interface Shares {
