@@ -76,7 +76,7 @@ describe("ModelQueue: priorities", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 4 }), (highLanes, standardLanes) => {
         const queue = new ModelQueue()
-        const rows = 500
+        const rows = 1000
         pushAll(queue, [
           ...Array.from({ length: highLanes }, (_, i) => ({ account: i, priority: "high" as const, rows })),
           ...Array.from({ length: standardLanes }, (_, i) => ({ account: i, priority: "standard" as const, rows })),
