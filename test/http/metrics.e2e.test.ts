@@ -78,6 +78,7 @@ describe("/metrics moves by what the batches did", () => {
     expect(delta(before, after, "sluice_upstream_latency_seconds_count", { model: MODEL, outcome: "ok" })).toBe(20)
     expect(delta(before, after, "sluice_upstream_latency_seconds_count", { model: MODEL, outcome: "503" })).toBe(6)
     expect(delta(before, after, "sluice_row_first_start_seconds_count", { model: MODEL })).toBe(20)
+    expect(delta(before, after, "sluice_rows_started_total", { model: MODEL, priority: "standard", order: "turn" })).toBe(26)
     expect(delta(before, after, "sluice_batches", { status: "completed" })).toBe(1)
     expect(delta(before, after, "sluice_http_request_duration_seconds_count", { method: "POST", route: "/v1/batches", status: "200" })).toBe(1)
     // Every event of the batch was appended once: as many as the embedded log holds on its subjects.
@@ -140,6 +141,7 @@ describe("/metrics moves by what the batches did", () => {
     const busy = await scrape(sluice.url)
     expect(busy.value("sluice_rows_queued", { model: STALL, account: "bootstrap" })).toBe(2)
     expect(busy.value("sluice_rows_queued", { model: STALL, account: "late" })).toBe(2)
+    expect(busy.value("sluice_rows_queued_by_priority", { model: STALL, priority: "standard" })).toBe(4)
     expect(busy.value("sluice_rows_running", { model: STALL })).toBe(1)
     expect(busy.value("sluice_batch_slots_in_use", { model: STALL })).toBe(1)
     expect(busy.value("sluice_batch_slots_limit", { model: STALL })).toBe(1)
