@@ -5,6 +5,7 @@ import { EventLog, isOutcomeUnknown, type LogUnavailable } from "../eventlog/Eve
 import { Projector } from "../projections/Projector.js"
 import { type AccountRow, accountReads, type KeyRow } from "../projections/accountReads.js"
 import { ReadModel } from "../projections/ReadModel.js"
+import { DEFAULT_PRIORITY, type Priority } from "../domain/scheduling/priority.js"
 
 export interface Account {
   readonly id: string
@@ -13,6 +14,7 @@ export interface Account {
   readonly daily_quota_usd: number | null
   readonly concurrency: number | null
   readonly models: ReadonlyArray<string> | null
+  readonly max_priority: Priority
 }
 
 export interface Caller {
@@ -24,7 +26,7 @@ export class Unauthenticated extends Data.TaggedError("Unauthenticated")<{ reado
 export class AccountConflict extends Data.TaggedError("AccountConflict")<{ readonly message: string }> {}
 export class AccountNotFound extends Data.TaggedError("AccountNotFound")<{ readonly message: string }> {}
 
-export type AccountSettings = Partial<Pick<Account, "tier" | "daily_quota_usd" | "concurrency" | "models" | "status">>
+export type AccountSettings = Partial<Pick<Account, "tier" | "daily_quota_usd" | "concurrency" | "models" | "status" | "max_priority">>
 
 export interface AccountsShape {
   readonly authenticate: (secret: string) => Effect.Effect<Caller, Unauthenticated>
@@ -52,7 +54,11 @@ const encoder = new TextEncoder()
 
 const CALLERS_KEPT = 10_000
 
-const toAccount = (row: AccountRow): Account => ({ ...row, models: row.models === null ? null : JSON.parse(row.models) })
+const toAccount = (row: AccountRow): Account => ({
+  ...row,
+  models: row.models === null ? null : JSON.parse(row.models),
+  max_priority: row.max_priority ?? DEFAULT_PRIORITY,
+})
 
 export const Live = Layer.effect(
   Accounts,
@@ -121,6 +127,8 @@ export const Live = Layer.effect(
             daily_quota_usd: settings.daily_quota_usd ?? null,
             concurrency: settings.concurrency ?? null,
             models: settings.models ?? null,
+            // Written only when raised, so that an account created as before is stored as before.
+            ...(settings.max_priority === undefined || settings.max_priority === DEFAULT_PRIORITY ? {} : { max_priority: settings.max_priority }),
             at: yield* clock.currentTimeMillis,
           },
         ])

@@ -5,15 +5,26 @@ import type { LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { readJsonBody } from "./body.js"
 import { badRequest, conflict, logUnavailable, notFound } from "./errors.js"
+import { isObject } from "../domain/json.js"
+import { notAPriority } from "../domain/batch/priorityField.js"
+import { isPriority } from "../domain/scheduling/priority.js"
 
 const ADMIN_BODY_BYTES = 1024 * 1024
 
+/** A `max_priority` that is no priority is named in one line, not in the schema's tree of every field. */
+const maxPriorityFault = (input: unknown) => {
+  const sent = isObject(input) ? input["max_priority"] : undefined
+  return sent === undefined || isPriority(sent) ? undefined : badRequest(notAPriority("max_priority", sent), "max_priority")
+}
+
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) =>
-  Effect.flatMap(readJsonBody(ADMIN_BODY_BYTES, { emptyIs: {} }), (input) =>
-    Schema.decodeUnknown(schema, { onExcessProperty: "error" })(input).pipe(
+  Effect.flatMap(readJsonBody(ADMIN_BODY_BYTES, { emptyIs: {} }), (input) => {
+    const fault = maxPriorityFault(input)
+    if (fault !== undefined) return Effect.fail(fault)
+    return Schema.decodeUnknown(schema, { onExcessProperty: "error" })(input).pipe(
       Effect.mapError((error) => badRequest(ParseResult.TreeFormatter.formatErrorSync(error))),
-    ),
-  )
+    )
+  })
 
 const view = (account: Account) => ({ ...account, models: account.models === null ? null : [...account.models] })
 

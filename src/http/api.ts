@@ -21,6 +21,7 @@ import { WebhookEventName } from "../domain/webhook/events.js"
 import { BatchMetadata } from "../domain/api/BatchObject.js"
 import { RerunnableStatuses } from "../domain/batch/rerunRequest.js"
 import { BatchEndpoint } from "../domain/batch/endpoint.js"
+import { Priority } from "../domain/scheduling/priority.js"
 import { ResponseEventsGroup } from "./responseEventsApi.js"
 import { StoredResponsesGroup } from "./storedResponsesApi.js"
 import { StreamsGroup } from "./streamsApi.js"
@@ -102,6 +103,7 @@ const RerunPayload = Schema.Struct({
     description: "Only rows whose error has one of these codes, e.g. timeout",
   }),
   metadata: Schema.optional(Schema.NullOr(BatchMetadata)).annotations({ description: "The new batch's metadata (default: the original's)" }),
+  priority: Schema.optional(Schema.NullOr(Priority)).annotations({ description: "The new batch's priority (default: the original's)" }),
 }).annotations({ identifier: "RerunPayload" })
 
 const CreateHeaders = Schema.Struct({
@@ -137,7 +139,7 @@ export const BatchesGroup = HttpApiGroup.make("batches")
           description:
             "Takes exactly a create's body and validates it as a create does (the same errors), stores nothing, and answers " +
             "each model's prompt tokens, completion budget, cost range, rows ahead and estimated completion, and whether a create " +
-            "would fit the unfinished-batch limit and the daily quota. An addition to the contract.",
+            "would fit the unfinished-batch limit, the daily quota and the account's `max_priority`. An addition to the contract.",
         }),
       ),
   )
@@ -364,6 +366,12 @@ const ResponseCreateRequest = Schema.Struct(
         "Retry-After when it cannot start within `max_queue_wait_s`; other tiers are served at once and answered `default`",
     }),
     max_queue_wait_s: Schema.optional(Schema.NullOr(Schema.Int)).annotations({ description: "flex only: 5–300 s, default 60" }),
+    priority: Schema.optional(Schema.NullOr(Priority)).annotations({
+      description:
+        "A queued response's priority among its model's queued work (background: its own, default standard; a stream's item: its own, " +
+        "default the stream's); above the account's `max_priority` answers 403. A flex or interactive request naming another than " +
+        "standard answers 400. An addition to the contract",
+    }),
   },
   Schema.Record({ key: Schema.String, value: Schema.Unknown }),
 ).annotations({ identifier: "ResponseCreateRequest" })
@@ -374,6 +382,7 @@ export const ResponsesGroup = HttpApiGroup.make("responses").add(
     .addSuccess(ResponseObject)
     .addError(BadRequest)
     .addError(Unauthorized)
+    .addError(Forbidden)
     .addError(NotFound)
     .addError(PayloadTooLarge)
     .addError(TooManyRequests)

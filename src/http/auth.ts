@@ -5,6 +5,8 @@ import { type Account, Accounts } from "../actors/Accounts.js"
 import { ActorClock } from "../actors/ActorClock.js"
 import { quotaUsedUp, quotaUsedUpMessage } from "../domain/account/ownerVerdict.js"
 import { nextUtcMidnight, utcDay } from "../domain/account/utcDay.js"
+import { priorityRefusal } from "../domain/account/priorityAllowance.js"
+import type { Priority } from "../domain/scheduling/priority.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { usedUsd } from "../projections/usageReads.js"
 import { RetryLater, forbidden, quotaExhausted, unauthorized } from "./errors.js"
@@ -59,6 +61,12 @@ export const requireBatchAccess = <A extends { readonly account: { readonly tier
   caller.account.tier === "internal"
     ? Effect.succeed(caller)
     : Effect.fail(forbidden("Batch inference is available to internal accounts only; this account may not create batches"))
+
+/** A create (batch, response, stream) asking for more than the account's `max_priority` is refused, naming `priority`. */
+export const requireAllowedPriority = (caller: { readonly account: { readonly max_priority: Priority } }, asked: Priority) => {
+  const refused = priorityRefusal(asked, caller.account.max_priority)
+  return refused === undefined ? Effect.void : Effect.fail(forbidden(refused, "priority"))
+}
 
 /** The admin API exists only when the operator configured a token. */
 export const authenticateAdmin = (token: Option.Option<Redacted.Redacted<string>>) =>

@@ -9,6 +9,7 @@ import { isRerun, nothingToRerun, parseRerunRequest } from "../domain/batch/reru
 import { CreateRejected, type ValidBatch, type ValidRequest, validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { type FileBatchRequest, FileBatchMessage, fileLineChecker, isFileBatchBody, validateFileBatchRequest } from "../domain/file/fileBatch.js"
 import { Files } from "./files.js"
+import { DEFAULT_PRIORITY } from "../domain/scheduling/priority.js"
 import { Projector } from "../projections/Projector.js"
 import type { Caller } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
@@ -61,7 +62,7 @@ export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCo
           return Effect.void
         })
         if (requests.length === 0) return yield* Effect.fail(badRequest(FileBatchMessage.noLines(request.inputFileId), "input_file_id"))
-        return { endpoint: request.endpoint, requests, metadata: request.metadata } satisfies ValidBatch
+        return { endpoint: request.endpoint, requests, metadata: request.metadata, priority: request.priority } satisfies ValidBatch
       })
 
     /** `POST /v1/batches/estimate`: what a create of the same body would cost and when it would finish. */
@@ -96,7 +97,8 @@ export class BatchCommands extends Effect.Service<BatchCommands>()("Http/BatchCo
           requests.push({ custom_id: row.custom_id, method: "POST", url: original.endpoint ?? CHAT_ENDPOINT, body: JSON.parse(body) })
         }
         const metadata = request.metadata === undefined ? (original.metadata === null ? null : JSON.parse(original.metadata)) : request.metadata
-        return yield* creation.rerun(caller, { requests, metadata }, original.id)
+        const priority = request.priority ?? original.priority ?? DEFAULT_PRIORITY
+        return yield* creation.rerun(caller, { requests, metadata, priority }, original.id)
       })
 
     /** `POST /v1/batches/{id}/cancel`: the batch object once its cancel is written and read back. */

@@ -9,7 +9,7 @@ import { type ModelAccess, type ValidBatch, validateCreateBatch } from "../domai
 import { idempotencyVerdict, parseIdempotencyKey } from "../domain/idempotency/verdict.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
-import type { Caller } from "./auth.js"
+import { type Caller, requireAllowedPriority } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
 import { readJsonBody } from "./body.js"
 import { type ApiError, badRequest, conflict, RetryLater, unprocessable } from "./errors.js"
@@ -81,11 +81,15 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
       isFileBatchBody(input)
         ? Either.match(validateFileBatchRequest(input), {
             onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-            onRight: (request) => prepareFileBatch(request, files.lines(caller.account.id, request.inputFileId), models, fileReadFailed),
+            onRight: (request) =>
+              Effect.zipRight(
+                requireAllowedPriority(caller, request.priority),
+                prepareFileBatch(request, files.lines(caller.account.id, request.inputFileId), models, fileReadFailed),
+              ),
           })
         : Either.match(validateCreateBatch(input, models), {
             onLeft: (rejected) => Effect.fail(badRequest(rejected.message, rejected.param)),
-            onRight: Effect.succeed,
+            onRight: (batch) => Effect.as(requireAllowedPriority(caller, batch.priority), batch),
           })
 
     /** Stores the batch holding one of the account's unfinished places; `beforeStore` runs in that hold. */
@@ -115,6 +119,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
                 completionWindowMs: d.completionWindowMs,
                 metadata: batch.metadata,
                 endpoint: batch.endpoint,
+                priority: batch.priority,
                 requests: take(),
                 ...fromFile,
                 ...(options.batchId === undefined ? {} : { batchId: options.batchId }),

@@ -5,6 +5,7 @@ import type { BatchEndpoint } from "../domain/batch/endpoint.js"
 import { CreateRejected, type ModelAccess } from "../domain/batch/validateCreate.js"
 import { type FileBatchRequest, FileBatchMessage, fileLineChecker } from "../domain/file/fileBatch.js"
 import type { LogUnavailable } from "../eventlog/EventLog.js"
+import type { Priority } from "../domain/scheduling/priority.js"
 import { type ApiError, badRequest } from "./errors.js"
 
 /**
@@ -17,6 +18,7 @@ const GROUP_BYTES = 1024 * 1024
 export interface FileBatch {
   readonly endpoint: BatchEndpoint
   readonly metadata: Record<string, string> | null
+  readonly priority: Priority
   readonly inputFileId: string
   readonly rows: RowSource
 }
@@ -74,6 +76,7 @@ export const prepareFileBatch = <R>(
     return {
       endpoint: request.endpoint,
       metadata: request.metadata,
+      priority: request.priority,
       inputFileId: request.inputFileId,
       rows: { total, rowModels, groups },
     }

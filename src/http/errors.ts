@@ -23,7 +23,7 @@ const detail = (message: string, type: string, param: string | null = null, code
 export const badRequest = (message: string, param: string | null = null, code: string | null = null) =>
   new BadRequest(detail(message, "invalid_request_error", param, code))
 export const unauthorized = (message: string) => new Unauthorized(detail(message, "authentication_error", null, "invalid_api_key"))
-export const forbidden = (message: string) => new Forbidden(detail(message, "permission_error", null, "forbidden"))
+export const forbidden = (message: string, param: string | null = null) => new Forbidden(detail(message, "permission_error", param, "forbidden"))
 export const notFound = (message: string, code = "not_found") => new NotFound(detail(message, "invalid_request_error", null, code))
 export const conflict = (message: string) => new Conflict(detail(message, "invalid_request_error", null, "conflict"))
 export const unprocessable = (message: string, param: string | null = null) =>

@@ -9,6 +9,7 @@ import { countPromptTokens, type TokenSource } from "../actors/promptTokens.js"
 import type { BatchReads } from "../projections/batchReads.js"
 import type { ReadModel } from "../projections/ReadModel.js"
 import { usedUsd } from "../projections/usageReads.js"
+import { priorityAllowed } from "../domain/scheduling/priority.js"
 import type { Caller } from "./auth.js"
 import type { Etas } from "./eta.js"
 
@@ -77,6 +78,7 @@ export const estimateBatch = (
       fits: {
         unfinished_batches: deps.batches.unfinishedCount(caller.account.id) < deps.maxUnfinished,
         daily_quota: fitsDailyQuota(caller.account.daily_quota_usd, usedUsd(deps.db, caller.account.id, utcDay(now)), costMax),
+        priority: priorityAllowed(batch.priority, caller.account.max_priority),
       },
     }
   })

@@ -10,6 +10,7 @@ import type { QueuedResponse } from "../domain/response/queuedResponse.js"
 import { shownOf } from "../domain/response/standing.js"
 import type { ValidResponseRequest } from "../domain/response/validateRequest.js"
 import { randomUUID } from "node:crypto"
+import { DEFAULT_PRIORITY, type Priority } from "../domain/scheduling/priority.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { type StoredResponse, responseReads } from "../projections/responseReads.js"
@@ -54,19 +55,21 @@ export const responseObjectOf = (stored: StoredResponse): ResponseObject => {
     batchError: parsedOrNull<{ code: string; message: string }>(stored.batch_error),
   })
   const background = stored.background === 1
+  // Only a response that waited among priorities shows one: a flex request always runs as standard.
+  const queued = background || stored.stream_id !== null ? { priority: stored.priority ?? DEFAULT_PRIORITY } : {}
   const noAnswer = responseFrom({ _tag: "NoAnswer", message: "" }, context)
   switch (shown._tag) {
     case "InProgress":
-      return { ...noAnswer, background, status: "in_progress", error: null }
+      return { ...noAnswer, background, status: "in_progress", error: null, ...queued }
     case "Answered":
-      return { ...responseFrom({ _tag: "Answered", status: shown.response.status_code, body: shown.response.body }, context), background }
+      return { ...responseFrom({ _tag: "Answered", status: shown.response.status_code, body: shown.response.body }, context), background, ...queued }
     case "Cancelled": {
       const answered =
         shown.response === null ? noAnswer : responseFrom({ _tag: "Answered", status: shown.response.status_code, body: shown.response.body }, context)
-      return { ...answered, background, status: "cancelled", error: null, incomplete_details: null, completed_at: null }
+      return { ...answered, background, status: "cancelled", error: null, incomplete_details: null, completed_at: null, ...queued }
     }
     case "Failed":
-      return { ...noAnswer, background, error: shown.error as ResponseObject["error"] }
+      return { ...noAnswer, background, error: shown.error as ResponseObject["error"], ...queued }
   }
 }
 
@@ -78,6 +81,8 @@ export interface QueueOptions {
   readonly endpoint: QueuedResponse["endpoint"]
   /** How long it may wait to start: past it, it fails as expired. */
   readonly windowMs: number
+  /** Absent: standard (a flex request's). */
+  readonly priority?: Priority
 }
 
 /**
@@ -110,6 +115,7 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
             metadata: Object.keys(request.echo.metadata).length === 0 ? null : { ...request.echo.metadata },
             requests: [{ custom_id: options.customId ?? id, model: request.model, body: request.chat }],
             batchId: id,
+            ...(options.priority === undefined ? {} : { priority: options.priority }),
             response: {
               endpoint: options.endpoint,
               background: options.background,

@@ -9,7 +9,9 @@ import { type ValidResponseRequest, validateResponseRequest } from "../domain/re
 import { readJsonBody } from "./body.js"
 import { ChatCompletions } from "./chatCompletions.js"
 import { badRequest, conflict, notFound } from "./errors.js"
-import { requireBatchAccess } from "./auth.js"
+import { requireAllowedPriority, requireBatchAccess } from "./auth.js"
+import { type ResponseRoute, responsePriority } from "../domain/response/queuedPriority.js"
+import { DEFAULT_PRIORITY } from "../domain/scheduling/priority.js"
 import { QueuedResponses, responseObjectOf } from "./queuedResponses.js"
 import { FlexRequests } from "./flexRequests.js"
 import { notStarted, shutDownFirst } from "./flexAnswer.js"
@@ -44,6 +46,14 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
 
     const queuedDefaults = { serviceTier: "default", streamId: null, customId: null, endpoint: "/v1/responses" } as const
 
+    /** The priority the request runs at, within what the account may use. */
+    const runsAt = (caller: Caller, request: ValidResponseRequest, route: ResponseRoute) => {
+      const decided = responsePriority(request.priority, route)
+      return decided._tag === "Refused"
+        ? Effect.fail(badRequest(decided.message, "priority"))
+        : Effect.as(requireAllowedPriority(caller, decided.priority), decided.priority)
+    }
+
     /** An item of a stream is queued whatever `background` says, with the stream's window to start in. */
     const inStream = (caller: Caller, request: ValidResponseRequest, streamId: string, background: boolean) =>
       Effect.gen(function* () {
@@ -52,12 +62,14 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
         if (stream === undefined) return yield* Effect.fail(streamNotFound(streamId))
         const refused = joinRefusal({ id: stream.id, accountId: stream.account_id, status: stream.status })
         if (refused !== undefined) return yield* Effect.fail(conflict(refused))
+        const priority = yield* runsAt(caller, request, { _tag: "StreamItem", streamPriority: stream.priority ?? DEFAULT_PRIORITY })
         return yield* queued.queue(caller, request, {
           ...queuedDefaults,
           background,
           streamId,
           customId: request.echo.metadata["custom_id"] ?? null,
           windowMs: windowMs[stream.window as StreamWindow],
+          priority,
         })
       })
 
@@ -84,9 +96,12 @@ export class Responses extends Effect.Service<Responses>()("Http/Responses", {
         if (streamId !== undefined) return yield* inStream(caller, request, streamId, (input as Record<string, unknown>)["background"] === true)
         if ((input as Record<string, unknown>)["background"] === true) {
           yield* requireBatchAccess(caller)
-          return yield* queued.queue(caller, request, { ...queuedDefaults, background: true, windowMs: queued.windowMs })
+          const priority = yield* runsAt(caller, request, { _tag: "Background" })
+          return yield* queued.queue(caller, request, { ...queuedDefaults, background: true, windowMs: queued.windowMs, priority })
         }
-        if (tier._tag === "Flex" && caller.account.tier === "internal") {
+        const flexes = tier._tag === "Flex" && caller.account.tier === "internal"
+        yield* runsAt(caller, request, { _tag: flexes ? "Flex" : "Interactive" })
+        if (flexes) {
           const ended = yield* flex.run(caller, request, "/v1/responses", tier.maxWaitMs)
           if (ended._tag === "ShuttingDown") return yield* Effect.fail(shutDownFirst())
         if (ended._tag === "NotStarted") return yield* Effect.fail(notStarted(request.model, tier.maxWaitMs))

@@ -11,7 +11,9 @@ import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { type StreamRow, type StreamTombstone, streamReads } from "../projections/streamReads.js"
-import type { Caller } from "./auth.js"
+import { type Caller, requireAllowedPriority } from "./auth.js"
+import { sentPriority } from "../domain/batch/priorityField.js"
+import { DEFAULT_PRIORITY } from "../domain/scheduling/priority.js"
 import { BatchAccess } from "./batchAccess.js"
 import { readJsonBody } from "./body.js"
 import { badRequest, conflict, notFound } from "./errors.js"
@@ -42,6 +44,7 @@ const summary = (row: StreamRow) => ({
   status: row.status,
   created_at: iso(row.created_at)!,
   updated_at: iso(row.updated_at)!,
+  priority: row.priority ?? DEFAULT_PRIORITY,
 })
 
 /**
@@ -139,9 +142,25 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
           return yield* Effect.fail(badRequest("'name' must be a non-empty string", "name"))
         const window = body["window"] ?? "24h"
         if (!isWindow(window)) return yield* Effect.fail(badRequest(`'window' must be one of 15m, 1h, 24h, got ${JSON.stringify(window)}`, "window"))
+        const sent = sentPriority(body["priority"])
+        if (sent._tag === "Refused") return yield* Effect.fail(badRequest(sent.message, "priority"))
+        const priority = sent._tag === "Asked" ? sent.priority : DEFAULT_PRIORITY
+        yield* requireAllowedPriority(caller, priority)
         const id = `stream_${randomUUID().replaceAll("-", "")}`
         const at = yield* writer.now
-        yield* write([{ type: "stream_created", stream_id: id, account_id: caller.account.id, key_id: caller.keyId, name, window, at }])
+        yield* write([
+          {
+            type: "stream_created",
+            stream_id: id,
+            account_id: caller.account.id,
+            key_id: caller.keyId,
+            name,
+            window,
+            at,
+            // Standard is left out, so that a stream created as before is stored as before.
+            ...(priority === DEFAULT_PRIORITY ? {} : { priority }),
+          },
+        ])
         return detail(reads.ofAccount(caller.account.id, id)!)
       })
 

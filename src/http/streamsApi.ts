@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { StreamDetail, StreamList } from "../domain/api/StreamObject.js"
 import { StreamWindow } from "../domain/stream/events.js"
+import { Priority } from "../domain/scheduling/priority.js"
 import { documentedBody } from "./documentedBody.js"
 import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, TooManyRequests, Unauthorized, Unavailable } from "./errors.js"
 
@@ -10,6 +11,10 @@ const StreamPath = Schema.Struct({ stream_id: Schema.String })
 const StreamCreateRequest = Schema.Struct({
   name: Schema.String.annotations({ description: "Not empty" }),
   window: Schema.optional(StreamWindow).annotations({ description: "Default 24h" }),
+  priority: Schema.optional(Priority).annotations({
+    description:
+      "Its items' priority unless an item names its own (default standard); above the account's `max_priority` answers 403. An addition to the contract",
+  }),
 }).annotations({ identifier: "StreamCreateRequest" })
 
 const StreamPatchRequest = Schema.Struct({

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS batches (
   rerun_of TEXT,
   endpoint TEXT,
   input_file_id TEXT,
+  priority TEXT,
   input_tokens INTEGER NOT NULL DEFAULT 0,
   cached_tokens INTEGER NOT NULL DEFAULT 0,
   output_tokens INTEGER NOT NULL DEFAULT 0,
@@ -77,7 +78,8 @@ CREATE TABLE IF NOT EXISTS accounts (
   daily_quota_usd REAL,
   concurrency INTEGER,
   models TEXT,
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  max_priority TEXT
 );
 CREATE TABLE IF NOT EXISTS api_keys (
   id TEXT PRIMARY KEY,
@@ -118,6 +120,9 @@ const addedColumns: ReadonlyArray<readonly [table: string, column: string, type:
   ["batches", "rerun_of", "TEXT"],
   ["batches", "endpoint", "TEXT"],
   ["batches", "input_file_id", "TEXT"],
+  ["batches", "priority", "TEXT"],
+  ["accounts", "max_priority", "TEXT"],
+  ["streams", "priority", "TEXT"],
 ]
 const addColumns = (db: Database.Database) => {
   for (const [table, column, type] of addedColumns) {

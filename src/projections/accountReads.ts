@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3"
+import type { Priority } from "../domain/scheduling/priority.js"
 
 export interface AccountRow {
   readonly id: string
@@ -8,6 +9,8 @@ export interface AccountRow {
   readonly concurrency: number | null
   /** A JSON array of model ids, or null for every model. */
   readonly models: string | null
+  /** Null for `standard`: every account stored before priorities existed. */
+  readonly max_priority: Priority | null
 }
 
 export interface KeyRow {
@@ -20,7 +23,7 @@ export interface KeyRow {
 /** Accounts and their API keys as the accounts projection holds them. */
 export const accountReads = (db: Database.Database) => {
   const s = {
-    account: db.prepare<[string], AccountRow>(`SELECT id, tier, status, daily_quota_usd, concurrency, models FROM accounts WHERE id = ?`),
+    account: db.prepare<[string], AccountRow>(`SELECT id, tier, status, daily_quota_usd, concurrency, models, max_priority FROM accounts WHERE id = ?`),
     keyBySha: db.prepare<[string], KeyRow>(`SELECT id, account_id, expires_at, revoked_at FROM api_keys WHERE key_sha256 = ?`),
     keyById: db.prepare<[string], KeyRow>(`SELECT id, account_id, expires_at, revoked_at FROM api_keys WHERE id = ?`),
   }

@@ -6,6 +6,7 @@ import { batchUsage, type TokenTotals } from "../domain/batch/tokenTotals.js"
 import { statusIn } from "./statusSql.js"
 import { type BatchEndpoint, CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { batchFiles } from "../domain/file/batchFiles.js"
+import { DEFAULT_PRIORITY, type Priority } from "../domain/scheduling/priority.js"
 
 export interface BatchRow extends TokenTotals {
   readonly id: string
@@ -40,6 +41,8 @@ export interface BatchRow extends TokenTotals {
   /** Null for chat completions. */
   readonly endpoint: BatchEndpoint | null
   readonly input_file_id: string | null
+  /** Null for standard: every batch stored before priorities existed. */
+  readonly priority: Priority | null
 }
 
 /** The batch object exactly as the API shows it: an inline batch's file fields and `errors` are always null. */
@@ -70,6 +73,7 @@ export const toBatchObject = (
   cost_usd: Math.round(row.cost_usd * 1e6) / 1e6,
   error: row.error === null ? null : (JSON.parse(row.error) as { code: string; message: string }),
   rerun_of: row.rerun_of,
+  priority: row.priority ?? DEFAULT_PRIORITY,
   rows_ahead: eta.rows_ahead,
   estimated_completion_at: eta.estimated_completion_at,
   usage: batchUsage(row),

@@ -49,8 +49,8 @@ export const batchesProjection = (
 ) => {
   const s = {
     created: db.prepare(
-      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models, rerun_of, endpoint, input_file_id)
-       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models, rerun_of, endpoint, input_file_id, priority)
+       VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
@@ -192,6 +192,7 @@ export const batchesProjection = (
           event.rerun_of ?? null,
           event.endpoint ?? null,
           event.input_file_id ?? null,
+          event.priority ?? null,
         ))
         changed?.({ kind: "created", batchId: event.batch_id, models: event.models })
         return false

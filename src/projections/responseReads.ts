@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3"
+import type { Priority } from "../domain/scheduling/priority.js"
 
 /** A response as the read model holds it: its own row, its one-row batch's standing and its row's result. */
 export interface StoredResponse {
@@ -14,6 +15,8 @@ export interface StoredResponse {
   readonly metadata: string | null
   readonly echo: string
   readonly batch_status: string
+  /** Its one-row batch's; null for standard. */
+  readonly priority: Priority | null
   readonly batch_error: string | null
   readonly created_at: number
   readonly expires_at: number
@@ -26,7 +29,7 @@ export interface StoredResponse {
   readonly row_error: string | null
 }
 
-const columns = `r.*, b.status AS batch_status, b.error AS batch_error, b.created_at, b.expires_at, b.completed_at, b.failed_at,
+const columns = `r.*, b.status AS batch_status, b.priority, b.error AS batch_error, b.created_at, b.expires_at, b.completed_at, b.failed_at,
   b.expired_at, b.cancelled_at, x.status AS row_status, x.response AS row_response, x.error AS row_error
   FROM responses r JOIN batches b ON b.id = r.id LEFT JOIN results x ON x.batch_id = r.id AND x.idx = 0`
 

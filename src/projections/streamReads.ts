@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3"
+import type { Priority } from "../domain/scheduling/priority.js"
 
 export interface StreamRow {
   readonly id: string
@@ -12,6 +13,8 @@ export interface StreamRow {
   readonly updated_at: number
   readonly cancelled_at: number | null
   readonly archived_at: number | null
+  /** Null for standard. */
+  readonly priority: Priority | null
 }
 
 /** What a purged stream leaves. Times are Unix milliseconds. */

@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS streams (
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
   cancelled_at INTEGER,
-  archived_at INTEGER
+  archived_at INTEGER,
+  priority TEXT
 );
 CREATE INDEX IF NOT EXISTS streams_by_account ON streams (account_id, seq);
 CREATE TABLE IF NOT EXISTS stream_tombstones (
@@ -29,7 +30,8 @@ CREATE TABLE IF NOT EXISTS stream_tombstones (
 export const streamsProjection = (db: Database.Database) => {
   const s = {
     created: db.prepare(
-      `INSERT OR IGNORE INTO streams (id, account_id, key_id, seq, name, window, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?)`,
+      `INSERT OR IGNORE INTO streams (id, account_id, key_id, seq, name, window, status, created_at, updated_at, priority)
+       VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?)`,
     ),
     renamed: db.prepare(`UPDATE streams SET name = ?, updated_at = ? WHERE id = ? AND status <> 'archived'`),
     cancelled: db.prepare(`UPDATE streams SET status = 'cancelled', cancelled_at = ?, updated_at = ? WHERE id = ? AND status = 'open'`),
@@ -40,7 +42,7 @@ export const streamsProjection = (db: Database.Database) => {
   return (event: StreamEvent, seq: number) => {
     switch (event.type) {
       case "stream_created":
-        s.created.run(event.stream_id, event.account_id, event.key_id, seq, event.name, event.window, event.at, event.at)
+        s.created.run(event.stream_id, event.account_id, event.key_id, seq, event.name, event.window, event.at, event.at, event.priority ?? null)
         return
       case "stream_renamed":
         s.renamed.run(event.name, event.at, event.stream_id)

@@ -38,6 +38,7 @@ const seedBatch = {
   error: null,
   // Sluice's additions to the contract come after the seed's fields.
   rerun_of: null,
+  priority: "standard",
   rows_ahead: null,
   estimated_completion_at: null,
   usage: {

@@ -17,7 +17,7 @@ describe("a batch created from a file", () => {
 
   it("needs a file id and one of the three endpoints, and checks metadata as a create does", () => {
     expect(validateFileBatchRequest({ input_file_id: "file-1", endpoint: "/v1/embeddings", completion_window: "7d" })).toEqual(
-      Either.right({ inputFileId: "file-1", endpoint: "/v1/embeddings", metadata: null }),
+      Either.right({ inputFileId: "file-1", endpoint: "/v1/embeddings", metadata: null, priority: "standard" }),
     )
     const param = (input: unknown) => Either.match(validateFileBatchRequest(input), { onLeft: (e) => e.param, onRight: () => "accepted" })
     expect(param({ input_file_id: "file-1" })).toBe("endpoint")
@@ -25,6 +25,10 @@ describe("a batch created from a file", () => {
     expect(param({ input_file_id: 7, endpoint: "/v1/embeddings" })).toBe("input_file_id")
     expect(param({ input_file_id: "", endpoint: "/v1/embeddings" })).toBe("input_file_id")
     expect(param({ input_file_id: "file-1", endpoint: "/v1/embeddings", metadata: { k: 1 } })).toBe("metadata.k")
+    expect(param({ input_file_id: "file-1", endpoint: "/v1/embeddings", priority: "urgent" })).toBe("priority")
+    expect(validateFileBatchRequest({ input_file_id: "file-1", endpoint: "/v1/embeddings", priority: "background" })).toEqual(
+      Either.right({ inputFileId: "file-1", endpoint: "/v1/embeddings", metadata: null, priority: "background" }),
+    )
   })
 
   it("checks each line by an inline row's rules, naming it by its line number", () => {

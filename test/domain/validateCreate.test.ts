@@ -170,7 +170,19 @@ describe("validateCreateBatch messages", () => {
         },
       ],
       metadata: { project: "eval-42" },
+      priority: "standard",
     })
+  })
+
+  it("takes a priority as sent, standard when absent or null, and refuses anything else naming 'priority'", () => {
+    for (const priority of ["high", "standard", "background"] as const) expect(accepted({ requests: [row("q")], priority }).priority).toBe(priority)
+    expect(accepted({ requests: [row("q")] }).priority).toBe("standard")
+    expect(accepted({ requests: [row("q")], priority: null }).priority).toBe("standard")
+    for (const sent of ["urgent", "High", "", 0, false, ["high"], { level: "high" }]) {
+      const error = rejection({ requests: [row("q")], priority: sent })
+      expect(error.message).toBe(`'priority' must be one of high, standard, background, got ${JSON.stringify(sent)}`)
+      expect(error.param).toBe("priority")
+    }
   })
 
   it("reports the seed's example error verbatim", () => {

@@ -93,14 +93,14 @@ describe.each(["embedded", "nats"] as const)("estimate before submit on the %s e
       await new Promise((r) => setTimeout(r, 20))
     }
     const full = await api().call("POST", "/v1/batches/estimate", { requests: [chatRow("q", "x", "priced")] })
-    expect(full.body.fits).toEqual({ unfinished_batches: false, daily_quota: true })
+    expect(full.body.fits).toEqual({ unfinished_batches: false, daily_quota: true, priority: true })
     // The parked row is queued (before its attempt, or waiting for its retry): a batch of the same account takes turns with it.
     expect(full.body.models[0].rows_ahead).toBe(1)
     await api().admin("POST", "/admin/v1/accounts", { id: `quota-${backend}`, tier: "internal", daily_quota_usd: 0.00001 })
     const key = (await api().admin("POST", `/admin/v1/accounts/quota-${backend}/keys`, {})).body.key
     const big = await api(key).call("POST", "/v1/batches/estimate", { requests: [chatRow("q", "x".repeat(400), "priced", { max_tokens: 100 })] })
     expect(big.status, big.text).toBe(200)
-    expect(big.body.fits).toEqual({ unfinished_batches: true, daily_quota: false })
+    expect(big.body.fits).toEqual({ unfinished_batches: true, daily_quota: false, priority: true })
     // Another account's queued row: one turn of that account comes first.
     expect(big.body.models[0].rows_ahead).toBe(1)
   })

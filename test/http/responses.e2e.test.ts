@@ -516,7 +516,7 @@ describe.each([
     expect(operation.security).toEqual([{ apiKey: [] }])
     expect(operation.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ResponseCreateRequest" })
     expect(operation.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Response" })
-    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "404", "408", "413", "429", "503"])
+    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "403", "404", "408", "413", "429", "503"])
     expect(spec.components.schemas.Response.properties.status).toEqual({ $ref: "#/components/schemas/ResponseStatus" })
     expect(spec.components.schemas.ResponseStatus.enum).toEqual(["in_progress", "completed", "failed", "cancelled", "incomplete"])
   })

@@ -31,7 +31,7 @@ const batchObjectKeys = [
   "error_file_id", "created_at", "in_progress_at", "expires_at", "finalizing_at", "completed_at", "failed_at",
   "expired_at", "cancelling_at", "cancelled_at", "request_counts", "metadata", "cost_usd", "error",
   // Sluice's additions, after the seed's fields.
-  "rerun_of", "rows_ahead", "estimated_completion_at", "usage",
+  "rerun_of", "priority", "rows_ahead", "estimated_completion_at", "usage",
 ]
 
 describe.each(["embedded", "nats"] as const)("the seed's examples on the %s event log, default catalog", (backend) => {

@@ -29,6 +29,7 @@ const batch = (id: string): Batch => ({
   cost_usd: 0,
   error: null,
   rerun_of: null,
+  priority: "standard",
   rows_ahead: 0,
   estimated_completion_at: null,
   usage: { input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 },

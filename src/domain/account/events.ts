@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Priority } from "../scheduling/priority.js"
 
 /*
  * Account and key events are a storage format like the batch events: add, never
@@ -19,6 +20,8 @@ export const AccountCreated = Schema.Struct({
   type: Schema.Literal("account_created"),
   account_id: Schema.String,
   ...Settings,
+  /** The highest priority its batches, responses and streams may ask for; absent for `standard`. */
+  max_priority: Schema.optional(Priority),
   at: Schema.Number,
 })
 
@@ -30,6 +33,7 @@ export const AccountUpdated = Schema.Struct({
   concurrency: Schema.optional(Schema.NullOr(Schema.Number)),
   models: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
   status: Schema.optional(AccountStatus),
+  max_priority: Schema.optional(Priority),
   at: Schema.Number,
 })
 

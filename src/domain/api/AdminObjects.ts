@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Priority } from "../scheduling/priority.js"
 
 /** The admin API's bodies and answers (`/admin/v1`): the server decodes with them, the SDK is typed by them. */
 export const AccountSettingsPayload = Schema.Struct({
@@ -6,6 +7,9 @@ export const AccountSettingsPayload = Schema.Struct({
   daily_quota_usd: Schema.optional(Schema.NullOr(Schema.NonNegative)),
   concurrency: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive()))),
   models: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  max_priority: Schema.optional(Priority).annotations({
+    description: "The highest `priority` the account's batches, responses and streams may ask for (default standard); more answers 403",
+  }),
 })
 
 export const CreateAccountPayload = Schema.Struct({
@@ -27,6 +31,7 @@ export const AccountObject = Schema.Struct({
   daily_quota_usd: Schema.NullOr(Schema.Number),
   concurrency: Schema.NullOr(Schema.Number),
   models: Schema.NullOr(Schema.Array(Schema.String)),
+  max_priority: Priority,
 })
 export type AccountObject = typeof AccountObject.Type
 

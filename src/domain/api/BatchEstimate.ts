@@ -31,5 +31,6 @@ export const BatchEstimate = Schema.Struct({
   fits: Schema.Struct({
     unfinished_batches: Schema.Boolean.annotations({ description: "A create now would not be refused for the unfinished-batch limit" }),
     daily_quota: Schema.Boolean.annotations({ description: "cost_usd_max fits what is left of the account's daily quota (true without a quota)" }),
+    priority: Schema.Boolean.annotations({ description: "The body's `priority` is within the account's `max_priority`: a create would not be refused with 403" }),
   }),
 }).annotations({ identifier: "BatchEstimate" })

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { BatchStatus } from "./BatchStatus.js"
 import { BatchEndpoint } from "../batch/endpoint.js"
+import { Priority } from "../scheduling/priority.js"
 
 const UnixSeconds = Schema.Int.annotations({ description: "Unix seconds" })
 const UnixSecondsOrNull = Schema.NullOr(UnixSeconds)
@@ -72,6 +73,10 @@ export const BatchObject = Schema.Struct({
   error: Schema.NullOr(BatchError),
   rerun_of: Schema.NullOr(Schema.String).annotations({
     description: "The batch whose rows this one runs again (`POST /v1/batches/{batch_id}/rerun`); an addition to the contract",
+  }),
+  priority: Priority.annotations({
+    description:
+      "Its rows' priority on their models (`priority` on create, default standard; a rerun keeps the original's): high, standard or background (docs/scheduling.md). An addition to the contract",
   }),
   rows_ahead: Schema.NullOr(Schema.NonNegativeInt).annotations({
     description:

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { DefaultCreateLimits as Limits } from "../batch/createLimits.js"
 import { BatchEndpoint } from "../batch/endpoint.js"
+import { Priority } from "../scheduling/priority.js"
 
 // Documentation only: the create handler validates with validateCreateBatch, whose messages name the row at fault.
 export const ChatMessage = Schema.Struct(
@@ -63,6 +64,10 @@ export const CreateBatchPayload = Schema.Struct({
     }),
   ),
   completion_window: Schema.optional(Schema.Unknown.annotations({ description: "Ignored" })),
+  priority: Schema.optional(Schema.NullOr(Priority)).annotations({
+    description:
+      "Its rows' priority on their models (default standard; also with `input_file_id`); above the account's `max_priority` answers 403. An addition to the contract",
+  }),
 }).annotations({ identifier: "CreateBatchPayload" })
 
 export interface CreateBatchPayload extends Schema.Schema.Type<typeof CreateBatchPayload> {}

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Priority } from "../scheduling/priority.js"
 
 /*
  * The Response object of OpenAI's Responses API, in the subset both sference's SDK (pydantic, exact
@@ -93,6 +94,13 @@ export const ResponseObject = Schema.Struct({
   service_tier: Schema.Literal("default", "flex").annotations({ description: "The tier that served it" }),
   usage: Schema.optional(ResponseUsage).annotations({ description: "Absent when no answer came back (failed)" }),
   metadata: Schema.Record({ key: Schema.String, value: Schema.String }),
+  // OpenAI's Response has no `priority` (its `service_tier: "priority"` is a tier, answered here as `default`), and both
+  // sference's and OpenAI's clients ignore a field they do not know: an addition, on queued responses only.
+  priority: Schema.optional(Priority).annotations({
+    description:
+      "Queued responses only (background, or an item of a stream): the priority it waits at among its model's queued work, " +
+      "its own `priority` else its stream's, default standard. Absent on interactive and flex responses. An addition to the contract",
+  }),
 }).annotations({ identifier: "Response" })
 export interface ResponseObject extends Schema.Schema.Type<typeof ResponseObject> {}
 

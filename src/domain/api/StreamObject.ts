@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { StreamWindow } from "../stream/events.js"
+import { Priority } from "../scheduling/priority.js"
 
 /* sference's stream shapes (`StreamListResponse` and its items, `StreamDetailResponse`): times as ISO-8601 strings, counters never null. */
 
@@ -15,6 +16,9 @@ export const StreamSummary = Schema.Struct({
   status: StreamStatus,
   created_at: IsoTime,
   updated_at: IsoTime,
+  priority: Priority.annotations({
+    description: "Its items' priority unless an item names its own `priority` (`priority` on create, default standard). An addition to the contract",
+  }),
 }).annotations({ identifier: "StreamSummary" })
 export interface StreamSummary extends Schema.Schema.Type<typeof StreamSummary> {}
 

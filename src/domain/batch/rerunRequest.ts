@@ -13,6 +13,8 @@ export interface RerunRequest {
   readonly errorCodes: ReadonlyArray<string> | undefined
   /** Absent: the new batch keeps the original's metadata. */
   readonly metadata: unknown
+  /** Absent: the new batch keeps the original's priority. Checked as a create checks it. */
+  readonly priority: unknown
 }
 
 export interface RerunCandidate {
@@ -22,13 +24,13 @@ export interface RerunCandidate {
 
 const reject = (message: string, param: string) => Either.left(new CreateRejected({ message, param }))
 const known: ReadonlySet<string> = new Set(RerunnableStatuses)
-const fields: ReadonlySet<string> = new Set(["statuses", "error_codes", "metadata"])
+const fields: ReadonlySet<string> = new Set(["statuses", "error_codes", "metadata", "priority"])
 
-/** The body of `POST /v1/batches/{id}/rerun`: every field optional; metadata is checked as a create checks it. */
+/** The body of `POST /v1/batches/{id}/rerun`: every field optional; metadata and priority are checked as a create checks them. */
 export const parseRerunRequest = (input: unknown): Either.Either<RerunRequest, CreateRejected> => {
-  if (!isObject(input)) return reject("The request body must be a JSON object with optional 'statuses', 'error_codes' and 'metadata'", "body")
+  if (!isObject(input)) return reject("The request body must be a JSON object with optional 'statuses', 'error_codes', 'metadata' and 'priority'", "body")
   for (const name of Object.keys(input)) {
-    if (!fields.has(name)) return reject(`Unknown field '${name}': a rerun takes 'statuses', 'error_codes' and 'metadata'`, name)
+    if (!fields.has(name)) return reject(`Unknown field '${name}': a rerun takes 'statuses', 'error_codes', 'metadata' and 'priority'`, name)
   }
   const statuses = input["statuses"] ?? defaultRerunStatuses
   if (!Array.isArray(statuses) || statuses.length === 0) {
@@ -52,6 +54,7 @@ export const parseRerunRequest = (input: unknown): Either.Either<RerunRequest, C
     statuses: statuses as Array<RerunnableStatus>,
     errorCodes: codes as Array<string> | undefined,
     metadata: input["metadata"],
+    priority: input["priority"],
   })
 }
 

@@ -6,6 +6,8 @@ import { checkEmbeddingsBody } from "../embeddings/embeddingsBody.js"
 import { BodyRejection, normalizeRowBody, ResponsesMessage as R, sentField } from "./responsesBody.js"
 import { isObject, type JsonObject as Obj } from "../json.js"
 import { type BatchEndpoint, CHAT_ENDPOINT, isBatchEndpoint } from "./endpoint.js"
+import { DEFAULT_PRIORITY, type Priority } from "../scheduling/priority.js"
+import { sentPriority } from "./priorityField.js"
 
 export interface ModelAccess {
   /** True when the model exists in the catalog and the account may use it; the validator reports both failures alike. */
@@ -26,6 +28,7 @@ export interface ValidBatch {
   readonly endpoint: BatchEndpoint
   readonly requests: ReadonlyArray<ValidRequest>
   readonly metadata: Record<string, string> | null
+  readonly priority: Priority
 }
 
 export class CreateRejected extends Schema.TaggedError<CreateRejected>()("CreateRejected", {
@@ -73,6 +76,8 @@ export const validateCreateBatch = (
 
   const metadata = validateMetadata(input["metadata"], l)
   if (Either.isLeft(metadata)) return Either.left(metadata.left)
+  const priority = validatePriority(input["priority"])
+  if (Either.isLeft(priority)) return Either.left(priority.left)
 
   const endpoint = endpointOfRows(requests)
   const valid: Array<ValidRequest> = new Array(requests.length)
@@ -82,7 +87,7 @@ export const validateCreateBatch = (
     if (row instanceof CreateRejected) return Either.left(row)
     valid[i] = row
   }
-  return Either.right({ endpoint, requests: valid, metadata: metadata.right })
+  return Either.right({ endpoint, requests: valid, metadata: metadata.right, priority: priority.right })
 }
 
 const unnamed = (labels: RowLabels, i: number, detail: string, param: string) =>
@@ -173,6 +178,19 @@ const modelFault = (model: unknown, endpoint: BatchEndpoint, catalog: ModelAcces
   if (!catalog.isAvailable(model)) return M.modelNotFound(model)
   const served = catalog.endpointsOf === undefined ? chatModel : catalog.endpointsOf(model)
   return served.includes(endpoint) ? undefined : M.modelDoesNotServe(model, endpoint, served)
+}
+
+/** A batch's `priority`: standard when absent or null. */
+export const validatePriority = (sent: unknown): Either.Either<Priority, CreateRejected> => {
+  const asked = sentPriority(sent)
+  switch (asked._tag) {
+    case "Absent":
+      return Either.right(DEFAULT_PRIORITY)
+    case "Asked":
+      return Either.right(asked.priority)
+    case "Refused":
+      return reject(asked.message, "priority")
+  }
 }
 
 /** A batch's `metadata` (and a response's): string values, within the limits on pairs, keys and values. */

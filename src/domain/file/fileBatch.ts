@@ -1,7 +1,16 @@
 import { Either } from "effect"
 import { type CreateLimits, createLimits } from "../batch/createLimits.js"
 import { type BatchEndpoint, BatchEndpoints, isBatchEndpoint } from "../batch/endpoint.js"
-import { CreateRejected, type ModelAccess, type RowLabels, type ValidRequest, validateBatchLine, validateMetadata } from "../batch/validateCreate.js"
+import {
+  CreateRejected,
+  type ModelAccess,
+  type RowLabels,
+  type ValidRequest,
+  validateBatchLine,
+  validateMetadata,
+  validatePriority,
+} from "../batch/validateCreate.js"
+import type { Priority } from "../scheduling/priority.js"
 import { isObject } from "../json.js"
 
 /*
@@ -14,6 +23,7 @@ export interface FileBatchRequest {
   readonly inputFileId: string
   readonly endpoint: BatchEndpoint
   readonly metadata: Record<string, string> | null
+  readonly priority: Priority
 }
 
 export const FileBatchMessage = {
@@ -42,7 +52,9 @@ export const validateFileBatchRequest = (input: unknown, limits?: Partial<Create
   }
   const endpoint = input["endpoint"]
   if (!isBatchEndpoint(endpoint)) return Either.left(new CreateRejected({ message: FileBatchMessage.endpoint(endpoint), param: "endpoint" }))
-  return Either.map(validateMetadata(input["metadata"], createLimits(limits)), (metadata) => ({ inputFileId: fileId, endpoint, metadata }))
+  const metadata = validateMetadata(input["metadata"], createLimits(limits))
+  if (Either.isLeft(metadata)) return Either.left(metadata.left)
+  return Either.map(validatePriority(input["priority"]), (priority) => ({ inputFileId: fileId, endpoint, metadata: metadata.right, priority }))
 }
 
 export const fileLines: RowLabels = { name: (i) => `line ${i + 1}`, param: (i) => `line ${i + 1}` }

@@ -7,6 +7,8 @@ import { isObject, type JsonObject as Obj } from "../json.js"
 import { BodyRejection, sentField, toChatForm } from "./chatForm.js"
 import { type ResponseEcho, echoOf } from "./echo.js"
 import { queueFields } from "./queueFields.js"
+import { sentPriority } from "../batch/priorityField.js"
+import type { Priority } from "../scheduling/priority.js"
 import { ResponseRequestMessage as M } from "./requestMessages.js"
 
 export interface ValidResponseRequest {
@@ -14,12 +16,14 @@ export interface ValidResponseRequest {
   /** The chat-completions body to send upstream, still naming the model by its public id. */
   readonly chat: Readonly<Obj>
   readonly echo: ResponseEcho
+  /** The `priority` it asked for; absent when it named none. */
+  readonly priority?: Priority
 }
 
 export const ServiceTiers = ["auto", "default", "flex", "scale", "priority"] as const
 
 /** Fields the Response object answers for, which mean nothing to the model's upstream. */
-const ownFields: ReadonlyArray<string> = ["metadata", "service_tier", "max_queue_wait_s"]
+const ownFields: ReadonlyArray<string> = ["metadata", "service_tier", "max_queue_wait_s", "priority"]
 
 const invalid = (message: string, param: string | null) => Either.left<ChatRejected>({ _tag: "Invalid", message, param })
 
@@ -45,6 +49,8 @@ export const validateResponseRequest = (
     return invalid(`service_tier must be one of ${ServiceTiers.join(", ")}, got ${shown(tier)}`, "service_tier")
   const metadata = validateMetadata(input["metadata"], createLimits())
   if (Either.isLeft(metadata)) return invalid(metadata.left.message, metadata.left.param)
+  const priority = sentPriority(input["priority"])
+  if (priority._tag === "Refused") return invalid(priority.message, "priority")
 
   if (input["input"] === undefined) return invalid(M.inputNotTextOrList, "input")
   const converted = toChatForm(input, M)
@@ -60,5 +66,6 @@ export const validateResponseRequest = (
     const field = sentField(fault.path, input, "")
     return invalid(`${field.name} ${fault.problem}`, field.param)
   }
-  return Either.right({ model, chat, echo: echoOf(input) })
+  const valid = { model, chat, echo: echoOf(input) }
+  return Either.right(priority._tag === "Asked" ? { ...valid, priority: priority.priority } : valid)
 }

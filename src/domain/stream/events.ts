@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Priority } from "../scheduling/priority.js"
 
 /*
  * A stream's events are a storage format like the batch events: add, never rename. A stream holds no
@@ -19,6 +20,8 @@ export const StreamCreated = Schema.Struct({
   key_id: Schema.String,
   name: Schema.String,
   window: StreamWindow,
+  /** Its items' priority unless an item names its own; absent for `standard` (every stream stored before priorities existed). */
+  priority: Schema.optional(Priority),
 })
 export const StreamRenamed = Schema.Struct({ type: Schema.Literal("stream_renamed"), ...Ids, name: Schema.String })
 /** No new items; items not yet started are cancelled, running ones finish. */
