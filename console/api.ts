@@ -48,6 +48,7 @@ export interface Batch {
   readonly cost_usd?: number
   readonly request_counts: { readonly total: number; readonly completed: number; readonly failed: number }
   readonly metadata: Record<string, string> | null
+  readonly priority: string
   readonly rows_ahead?: number | null
   readonly estimated_completion_at?: number | null
   readonly usage: BatchUsage
@@ -93,6 +94,7 @@ export interface StreamSummary {
   readonly name: string
   readonly window: string
   readonly status: string
+  readonly priority: string
   /** ISO-8601, as sference's clients expect a stream's times. */
   readonly created_at: string
   readonly updated_at: string

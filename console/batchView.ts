@@ -36,6 +36,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
         ["Status", h("span", { class: `status ${batch.status}`, id: "status" }, batch.status)],
         // Broken, where the box is too narrow, after a slash rather than inside a word.
         ["Endpoint", h("span", { id: "endpoint" }, batch.endpoint.split(/(?<=\/)/).flatMap((part) => [part, h("wbr")]))],
+        ["Priority", h("span", { id: "priority" }, batch.priority)],
         ["Settled", h("span", { id: "settled" }, `${done} / ${total}`)],
         ["Completed", String(completed)],
         ["Failed", String(failed)],

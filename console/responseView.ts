@@ -47,6 +47,7 @@ export const responseView = async (root: HTMLElement, key: string, responseId: s
       fact("Model", "model", response.model),
       fact("Background", "background", response.background ? "yes" : "no"),
       fact("Service tier", "service-tier", response.service_tier),
+      ...(response.priority === undefined ? [] : [fact("Priority", "priority", response.priority)]),
       ...(streamId === undefined ? [] : [fact("Stream", "stream", h("a", { href: `#/streams/${streamId}` }, streamId))]),
       ...(customId === undefined ? [] : [fact("custom_id", "custom-id", customId)]),
       fact("Tokens", "tokens", response.usage === undefined ? "—" : tokenFacts(response.usage)),

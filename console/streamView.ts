@@ -34,6 +34,7 @@ export const streamView = async (root: HTMLElement, key: string, streamId: strin
     facts.replaceChildren(
       fact("Status", "status", h("span", { class: `status ${stream.status}` }, stream.status)),
       fact("Window", "window", stream.window),
+      fact("Priority", "priority", stream.priority),
       fact("Items", "total_items", String(stream.total_items)),
       fact("Pending", "pending_items", String(stream.pending_items)),
       fact("Running", "running_items", String(stream.running_items)),

@@ -109,9 +109,11 @@ describe("the web console in headless Chromium", () => {
   it("cancels a running batch, then deletes it", async () => {
     const doomed = await api().call("POST", "/v1/batches", {
       requests: [chatRow("stuck", `stuck ${simDirective.hang}`, "slow"), chatRow("next", "never runs", "slow")],
+      priority: "background",
     })
     await page.goto(`${sluice.url}/console/#/batches/${doomed.body.id}`)
     await page.waitForSelector("#cancel:not([disabled])")
+    expect(await page.textContent("#priority")).toBe("background")
     await page.click("#cancel")
     await expect.poll(() => page.textContent("#status"), { timeout: 30_000 }).toMatch(/^cancell(ing|ed)$/)
     await expect.poll(() => page.textContent("#status"), { timeout: 30_000 }).toBe("cancelled")

@@ -183,6 +183,7 @@ describe("the console's streams and queued responses in headless Chromium", () =
     await page.click(row)
     await page.waitForSelector("#stream-items")
     expect(await page.textContent("#status")).toBe("open")
+    expect(await page.textContent("#priority")).toBe("standard")
     expect(await page.textContent("#settled")).toBe("4 / 5")
     expect(await page.textContent("#tokens")).toBe(
       `${count(detail.total_tokens)} (${count(detail.total_prompt_tokens)} in; ${count(detail.total_completion_tokens)} out)`,

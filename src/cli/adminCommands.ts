@@ -1,6 +1,8 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
+import { Priorities, type Priority } from "../domain/scheduling/priority.js"
+import { choiceOption } from "./choiceOption.js"
 import { adminClient } from "./clients.js"
 import { group, leaf } from "./commandTree.js"
 import { fail, sdk } from "./failure.js"
@@ -36,6 +38,10 @@ const settings = {
     Options.withDescription('Comma-separated model ids the account may use; "all" for every model'),
     Options.optional,
   ),
+  maxPriority: choiceOption("max-priority", Priorities).pipe(
+    Options.withDescription("The highest --priority its batches, responses and streams may ask for (default standard)"),
+    Options.optional,
+  ),
 }
 
 type Settings = {
@@ -43,6 +49,7 @@ type Settings = {
   readonly dailyQuotaUsd: Option.Option<string>
   readonly concurrency: Option.Option<string>
   readonly models: Option.Option<string>
+  readonly maxPriority: Option.Option<Priority>
 }
 
 const payload = (s: Settings) =>
@@ -57,6 +64,7 @@ const payload = (s: Settings) =>
         onNone: () => ({}),
         onSome: (models) => ({ models: models === "all" ? null : models.split(",").map((m) => m.trim()).filter((m) => m !== "") }),
       }),
+      ...Option.match(s.maxPriority, { onNone: () => ({}), onSome: (max_priority) => ({ max_priority }) }),
     }
   })
 
@@ -75,7 +83,7 @@ const createAccount = leaf(
 )
 
 const updateAccount = leaf(
-  "Change an account's tier, limits, models or status",
+  "Change an account's tier, limits, models, max priority or status",
   Command.make(
   "update",
   {

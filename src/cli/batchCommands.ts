@@ -11,6 +11,7 @@ import { choiceOption } from "./choiceOption.js"
 import { CliFailure, ExitCode, fail, sdk } from "./failure.js"
 import { checkHasFiles, createFromUpload, endpointOf, saveBatchFile, withUpload } from "./fileBatch.js"
 import { metadataOption } from "./metadataOption.js"
+import { priorityField, priorityOption, shownPriority } from "./priorityOption.js"
 import { note, out } from "./output.js"
 
 const batchId = Options.text("batch-id").pipe(Options.withDescription("The batch's id, batch_…"))
@@ -33,7 +34,8 @@ const printEstimate = (e: BatchEstimate) =>
     const eta = e.estimated_completion_at === null ? "no rate measured yet" : new Date(e.estimated_completion_at * 1000).toISOString()
     yield* note(
       `Would submit ${rows(e.request_counts.total)}: $${e.cost_usd_min}–$${e.cost_usd_max} (${e.tokens} tokens), done by ${eta}` +
-        `${e.fits.unfinished_batches ? "" : "; refused now: too many unfinished batches"}${e.fits.daily_quota ? "" : "; may exceed today's quota"}`,
+        `${e.fits.unfinished_batches ? "" : "; refused now: too many unfinished batches"}${e.fits.daily_quota ? "" : "; may exceed today's quota"}` +
+        `${e.fits.priority ? "" : "; refused: the priority is above the account's max_priority"}`,
     )
   })
 
@@ -70,8 +72,9 @@ const submit = leaf(
         Options.withDescription("With --as-file: the endpoint every row calls (default: the first line's url, else /v1/chat/completions)"),
         Options.optional,
       ),
+      priority: priorityOption("high, standard or background: the batches' priority on their models (default standard; more than the account's max_priority is refused)"),
     },
-    ({ inputFile, model, metadata, window, dryRun, asFile, endpoint }) =>
+    ({ inputFile, model, metadata, window, dryRun, asFile, endpoint, priority }) =>
       Effect.gen(function* () {
         if (asFile) {
           if (Option.isSome(model)) {
@@ -81,6 +84,7 @@ const submit = leaf(
           const request = {
             endpoint: Option.isSome(endpoint) ? endpoint.value : yield* Effect.promise(() => endpointOf(inputFile)),
             ...(metadata === undefined ? {} : { metadata }),
+            ...priorityField(priority),
           }
           if (dryRun) {
             const estimate = yield* withUpload(client, inputFile, (input_file_id) => client.estimate({ ...request, input_file_id }), { keep: false })
@@ -88,7 +92,7 @@ const submit = leaf(
           }
           const b = yield* createFromUpload(client, inputFile, request)
           yield* out(b.id)
-          yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)} from ${b.input_file_id}, each calling ${b.endpoint}`)
+          yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)} from ${b.input_file_id}, each calling ${b.endpoint}${shownPriority(b.priority)}`)
           return yield* noteWindow(window, b)
         }
         if (Option.isSome(endpoint)) {
@@ -99,6 +103,7 @@ const submit = leaf(
           inputFile,
           ...Option.match(model, { onNone: () => ({}), onSome: (m: string) => ({ model: m }) }),
           ...(metadata === undefined ? {} : { metadata }),
+          ...priorityField(priority),
         }
         if (dryRun) {
           const estimates = yield* sdk(() => client.estimateBatches(input))
@@ -108,7 +113,7 @@ const submit = leaf(
         const batches = yield* sdk(() => client.submitBatches(input))
         for (const b of batches) {
           yield* out(b.id)
-          yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)}`)
+          yield* note(`Submitted ${b.id}: ${rows(b.request_counts.total)}${shownPriority(b.priority)}`)
         }
         if (batches.length > 1) yield* note(`The file was split into ${batches.length} batches to stay within the per-batch limits.`)
         yield* noteWindow(window, batches[0])

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { Batch } from "../sdk/index.js"
 import { ExitCode } from "./failure.js"
+import { shownPriority } from "./priorityOption.js"
 import { type ProgressView, progressBar, progressLogLine, type Sample } from "./progress.js"
 
 /** The exit code of a final status: only `completed` is success, whatever its rows' outcomes. */
@@ -12,7 +13,7 @@ export const finalExit: Record<string, number> = {
 }
 
 export const summary = (b: Batch) =>
-  `${b.id} ${b.status}: ${b.request_counts.completed + b.request_counts.failed}/${b.request_counts.total} done, ${b.request_counts.failed} failed`
+  `${b.id} ${b.status}: ${b.request_counts.completed + b.request_counts.failed}/${b.request_counts.total} done, ${b.request_counts.failed} failed${shownPriority(b.priority)}`
 
 const view = (b: Batch): ProgressView => ({
   id: b.id,

@@ -1,4 +1,5 @@
 import type { ResponseObject, StreamDetail, StreamSummary } from "../sdk/index.js"
+import { shownPriority } from "./priorityOption.js"
 
 const iso = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString()
 
@@ -13,7 +14,7 @@ export const responseSummary = (r: ResponseObject) => {
   const stream = r.metadata["stream_id"]
   const customId = r.metadata["custom_id"]
   return [
-    `${r.id} ${r.status}: ${r.model}`,
+    `${r.id} ${r.status}: ${r.model}${shownPriority(r.priority)}`,
     ...(r.usage === undefined ? [] : [`${r.usage.total_tokens} tokens`]),
     ...(stream === undefined ? [] : [`stream ${stream}`]),
     ...(customId === undefined ? [] : [`custom_id ${customId}`]),
@@ -21,7 +22,8 @@ export const responseSummary = (r: ResponseObject) => {
   ].join(", ") + (r.error === null ? "" : `; ${r.error.code}: ${r.error.message}`)
 }
 
-export const streamLine = (s: StreamSummary) => `${s.id} ${s.status}, window ${s.window}: ${JSON.stringify(s.name)}, created ${s.created_at}`
+export const streamLine = (s: StreamSummary) =>
+  `${s.id} ${s.status}, window ${s.window}${shownPriority(s.priority)}: ${JSON.stringify(s.name)}, created ${s.created_at}`
 
 /** The stream's line and its counters. */
 export const streamStatus = (s: StreamDetail) => {

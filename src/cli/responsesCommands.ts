@@ -10,6 +10,7 @@ import { group, leaf } from "./commandTree.js"
 import { credentialsFile, loadCredentials } from "./credentials.js"
 import { ExitCode, fail, sdk } from "./failure.js"
 import { metadataOptionOf } from "./metadataOption.js"
+import { priorityField, priorityOption } from "./priorityOption.js"
 import { note, out, outDrained } from "./output.js"
 import { functionCalls, outputText, responseSummary } from "./responseOutput.js"
 
@@ -106,9 +107,12 @@ const create = leaf(
         Options.withDescription("auto, default, flex, scale or priority: flex waits for a batch slot (a blocking response only); the others are served at once"),
         Options.optional,
       ),
+      priority: priorityOption(
+        "high, standard or background: a queued response's priority (--background: default standard; --stream-id: default the stream's)",
+      ),
       json,
     },
-    ({ model, input, inputFile, instructions, background, streamId, customId, metadata, serviceTier, json }) =>
+    ({ model, input, inputFile, instructions, background, streamId, customId, metadata, serviceTier, priority, json }) =>
       Effect.gen(function* () {
         if (Option.isSome(input) === Option.isSome(inputFile)) return yield* usage("responses create takes --input TEXT or --input-file FILE, one of them")
         const given = Option.isSome(input) ? input.value : yield* inputOf(Option.getOrThrow(inputFile))
@@ -123,6 +127,7 @@ const create = leaf(
           ...Option.match(instructions, { onNone: () => ({}), onSome: (text) => ({ instructions: text }) }),
           ...(background ? { background: true } : {}),
           ...Option.match(serviceTier, { onNone: () => ({}), onSome: (tier) => ({ service_tier: tier }) }),
+          ...priorityField(priority),
           ...(Object.keys(tags).length === 0 ? {} : { metadata: tags }),
         }
         const client = yield* apiClient()

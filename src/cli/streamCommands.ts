@@ -6,6 +6,7 @@ import { apiClient, READ_RETRIES } from "./clients.js"
 import { group, leaf } from "./commandTree.js"
 import { ExitCode, fail, sdk } from "./failure.js"
 import { metadataOptionOf } from "./metadataOption.js"
+import { priorityField, priorityOption } from "./priorityOption.js"
 import { note, out, outDrained } from "./output.js"
 import { streamLine, streamStatus } from "./responseOutput.js"
 
@@ -24,12 +25,13 @@ const create = leaf(
         Options.withDescription("15m, 1h or 24h: how long each item may wait to start before it fails as expired"),
         Options.withDefault("24h" as const),
       ),
+      priority: priorityOption("high, standard or background: its items' priority unless an item names its own (default standard)"),
       json,
     },
-    ({ name, window, json }) =>
+    ({ name, window, priority, json }) =>
       Effect.gen(function* () {
         const client = yield* apiClient()
-        const s = yield* sdk(() => client.createStream({ name, window }))
+        const s = yield* sdk(() => client.createStream({ name, window, ...priorityField(priority) }))
         yield* out(json ? JSON.stringify(s) : s.id)
         if (!json) yield* note(`Created ${streamLine(s)}`)
       }),

@@ -66,7 +66,7 @@ export class SluiceAdmin {
     /** `POST /admin/v1/accounts`; tier `standard` unless given. */
     create: (input: CreateAccountInput): Promise<AdminAccount> =>
       this.transport.json("POST", "/accounts", { body: input, mode: "create" }),
-    /** `PATCH /admin/v1/accounts/{id}`: any of tier, daily_quota_usd, concurrency, models, status. */
+    /** `PATCH /admin/v1/accounts/{id}`: any of tier, daily_quota_usd, concurrency, models, max_priority, status. */
     update: (id: string, patch: UpdateAccountInput): Promise<AdminAccount> =>
       this.transport.json("PATCH", path("accounts", id), { body: patch }),
     suspend: (id: string): Promise<AdminAccount> => this.accounts.update(id, { status: "suspended" }),

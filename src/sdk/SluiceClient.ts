@@ -14,7 +14,8 @@ import { type SplitLimits, splitBatches } from "../domain/jsonl/splitBatches.js"
 import { defaultRetryPolicy, type OnRetry, type RetryPolicy } from "./backoff.js"
 import { inputKey } from "../domain/idempotency/inputKey.js"
 import { type BatchInput, readBatchRows, readBatchSource } from "./batchInput.js"
-import { createBody, envelopeBytes, serverBatchLimits } from "./batchLimits.js"
+import { type BatchEnvelope, createBody, envelopeBytes, serverBatchLimits } from "./batchLimits.js"
+import type { Priority } from "../domain/scheduling/priority.js"
 import type { BatchStreamEvent } from "./batchStreamEvent.js"
 import { BatchInputError, PartialSubmitError, WaitTimeoutError } from "./errors.js"
 import { followEventStream, type FollowOptions } from "./eventStream.js"
@@ -79,6 +80,8 @@ export interface RerunOptions {
   readonly errorCodes?: ReadonlyArray<string>
   /** The new batch's metadata; default the original's. */
   readonly metadata?: Record<string, string>
+  /** The new batch's priority; default the original's. */
+  readonly priority?: Priority
 }
 
 export interface WaitOptions {
@@ -150,7 +153,7 @@ export class SluiceClient {
         `The ${rows} rows need ${parts.length} batches (at most ${this.limits.maxRows} rows and ${this.limits.maxBodyBytes} bytes each); use submitBatches to submit them as several`,
       )
     }
-    return this.create(only, input.metadata)
+    return this.create(only, input)
   }
 
   /** Submits the rows as as few batches as the create limits allow, in order. */
@@ -159,7 +162,7 @@ export class SluiceClient {
     const created: Array<Batch> = []
     for (const part of parts) {
       try {
-        created.push(await this.create(part, input.metadata))
+        created.push(await this.create(part, input))
       } catch (error) {
         if (created.length === 0) throw error
         throw new PartialSubmitError(created, parts.length, error)
@@ -177,12 +180,12 @@ export class SluiceClient {
    */
   async submitBatchesOnce(input: BatchInput, options: SubmitOnceOptions = {}): Promise<ReadonlyArray<Batch>> {
     const { rows, sha256 } = await readBatchSource(input)
-    const parts = this.split(rows, input.metadata)
+    const parts = this.split(rows, input)
     const batches: Array<Batch> = []
     for (const [part, partRows] of parts.entries()) {
-      const key = inputKey({ inputSha256: sha256, model: input.model, metadata: input.metadata, part, parts: parts.length })
+      const key = inputKey({ inputSha256: sha256, model: input.model, metadata: input.metadata, priority: input.priority, part, parts: parts.length })
       const response = await this.transport.send("POST", "/batches", {
-        body: createBody(partRows, input.metadata),
+        body: createBody(partRows, input),
         headers: { "idempotency-key": key },
         mode: "keyed",
         signal: options.signal,
@@ -226,18 +229,18 @@ export class SluiceClient {
     if (only === undefined || parts.length > 1) {
       throw new BatchInputError(`The rows need ${parts.length} batches; use estimateBatches to estimate each of them`)
     }
-    return this.estimateOne(only, input.metadata)
+    return this.estimateOne(only, input)
   }
 
   /** `estimate` for each batch `submitBatches` would create, in order. */
   async estimateBatches(input: BatchInput): Promise<ReadonlyArray<BatchEstimate>> {
     const estimates: Array<BatchEstimate> = []
-    for (const part of await this.parts(input)) estimates.push(await this.estimateOne(part, input.metadata))
+    for (const part of await this.parts(input)) estimates.push(await this.estimateOne(part, input))
     return estimates
   }
 
-  private estimateOne(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<BatchEstimate> {
-    return this.transport.json<BatchEstimate>("POST", "/batches/estimate", { body: createBody(rows, metadata), mode: "idempotent" })
+  private estimateOne(rows: ReadonlyArray<BatchFileRow>, envelope: BatchEnvelope): Promise<BatchEstimate> {
+    return this.transport.json<BatchEstimate>("POST", "/batches/estimate", { body: createBody(rows, envelope), mode: "idempotent" })
   }
 
   getBatch(id: string): Promise<Batch> {
@@ -487,11 +490,11 @@ export class SluiceClient {
   }
 
   private async parts(input: BatchInput): Promise<ReadonlyArray<ReadonlyArray<BatchFileRow>>> {
-    return this.split(await readBatchRows(input), input.metadata)
+    return this.split(await readBatchRows(input), input)
   }
 
-  private split(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined) {
-    const split = splitBatches(rows, { ...this.limits, envelopeBytes: envelopeBytes(metadata) })
+  private split(rows: ReadonlyArray<BatchFileRow>, envelope: BatchEnvelope) {
+    const split = splitBatches(rows, { ...this.limits, envelopeBytes: envelopeBytes(envelope) })
     if (Either.isLeft(split)) throw new BatchInputError(split.left.message)
     return split.right
   }
@@ -505,14 +508,15 @@ export class SluiceClient {
       ...(options.statuses === undefined ? {} : { statuses: options.statuses }),
       ...(options.errorCodes === undefined ? {} : { error_codes: options.errorCodes }),
       ...(options.metadata === undefined ? {} : { metadata: options.metadata }),
+      ...(options.priority === undefined ? {} : { priority: options.priority }),
     }
     return this.transport.json<Batch>("POST", `${batchPath(id)}/rerun`, { body, mode: "create" })
   }
 
   /** Every create carries a fresh Idempotency-Key, so its retries, even after a reset, store one batch. */
-  private create(rows: ReadonlyArray<BatchFileRow>, metadata: Record<string, string> | undefined): Promise<Batch> {
+  private create(rows: ReadonlyArray<BatchFileRow>, envelope: BatchEnvelope): Promise<Batch> {
     return this.transport.json<Batch>("POST", "/batches", {
-      body: createBody(rows, metadata),
+      body: createBody(rows, envelope),
       headers: { "idempotency-key": randomUUID() },
       mode: "keyed",
     })

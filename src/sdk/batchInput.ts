@@ -3,6 +3,7 @@ import { createHash } from "node:crypto"
 import { readFile } from "node:fs/promises"
 import { type BatchFileRow, parseBatchFile, parseBatchRecords } from "../domain/jsonl/batchFileLines.js"
 import { BatchInputError } from "./errors.js"
+import type { Priority } from "../domain/scheduling/priority.js"
 
 /** One request: a bare or OpenAI-style row with a body, or a content-only row that needs `model`. */
 export type BatchRequest =
@@ -17,6 +18,8 @@ export interface BatchInput {
   /** The model of every row: fills a body without one, and is required by content-only rows. */
   readonly model?: string
   readonly metadata?: Record<string, string>
+  /** The batches' priority on their models; default standard. More than the account's `max_priority` is refused (403). */
+  readonly priority?: Priority
 }
 
 export interface BatchSource {

@@ -2,6 +2,7 @@ import { openAsBlob } from "node:fs"
 import { basename } from "node:path"
 import type { FileDeleted as FileDeletedSchema, FileList as FileListSchema, FileObject as FileObjectSchema } from "../domain/api/FileObject.js"
 import type { BatchEndpoint } from "../domain/batch/endpoint.js"
+import type { Priority } from "../domain/scheduling/priority.js"
 import { SluiceConnectionError } from "./errors.js"
 
 /** OpenAI's File object: an upload (`purpose: "batch"`) or a batch's output or error file (`"batch_output"`). */
@@ -36,6 +37,8 @@ export interface FileBatchRequest {
   readonly input_file_id: string
   readonly endpoint: BatchEndpoint
   readonly metadata?: Record<string, string> | null
+  /** Its rows' priority on their models; default standard. */
+  readonly priority?: Priority
   /** Accepted and ignored, as the API ignores it: the server sets the window. */
   readonly completion_window?: string
 }
@@ -45,6 +48,7 @@ export const fileBatchBody = (request: FileBatchRequest) => ({
   endpoint: request.endpoint,
   completion_window: request.completion_window ?? "24h",
   ...(request.metadata === undefined ? {} : { metadata: request.metadata }),
+  ...(request.priority === undefined ? {} : { priority: request.priority }),
 })
 
 /** One line of a batch's output or error file, in OpenAI's output-line format. */

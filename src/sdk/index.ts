@@ -29,6 +29,7 @@ export { type CheckpointStore, checkpointKey, defaultCheckpointsFile, type FileC
 export type { IterResponsesEventsOptions, ResponsesEventsPageOptions } from "./responsesEvents.js"
 export type {
   ListResponsesOptions,
+  Priority,
   ResponseCreateRequest,
   ResponseInputItem,
   ResponseList,

@@ -1,10 +1,12 @@
 import type { ResponseObject } from "../domain/api/ResponseObject.js"
 import type { StreamWindow } from "../domain/stream/events.js"
+import type { Priority } from "../domain/scheduling/priority.js"
 import type { BatchInput } from "./batchInput.js"
 
 export type { ResponseList, ResponseObject, ResponseStatus, ResponseUsage } from "../domain/api/ResponseObject.js"
 export type { StreamDetail, StreamList, StreamSummary } from "../domain/api/StreamObject.js"
 export type { StreamWindow } from "../domain/stream/events.js"
+export type { Priority } from "../domain/scheduling/priority.js"
 
 /** One item of a Responses request's `input`: a message, a function call the model made, or its output. */
 export type ResponseInputItem =
@@ -29,6 +31,11 @@ export interface ResponseCreateRequest {
   /** `flex` waits for a batch slot, at most `max_queue_wait_s` seconds; the others are served at once. */
   readonly service_tier?: "auto" | "default" | "flex" | "scale" | "priority"
   readonly max_queue_wait_s?: number
+  /**
+   * A queued response's priority among its model's queued work: a background one's (default standard), a
+   * stream item's (default the stream's). A flex or interactive request naming another than standard is refused.
+   */
+  readonly priority?: Priority
   readonly [field: string]: unknown
 }
 
@@ -43,6 +50,8 @@ export interface StreamCreateRequest {
   readonly name: string
   /** How long each item may wait to start; default 24h. */
   readonly window?: StreamWindow
+  /** Its items' priority unless an item names its own; default standard. */
+  readonly priority?: Priority
 }
 
 export interface StreamPatch {

@@ -395,6 +395,7 @@ describe("SluiceAdmin", () => {
       daily_quota_usd: 5,
       concurrency: null,
       models: [MODEL],
+      max_priority: "standard",
     })
     expect(await rejection(admin.accounts.create({ id: "sdk-admin" }))).toMatchObject({ status: 409, code: "conflict" })
     expect(await admin.accounts.update("sdk-admin", { concurrency: 2, daily_quota_usd: null })).toMatchObject({ concurrency: 2, daily_quota_usd: null })

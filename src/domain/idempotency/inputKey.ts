@@ -6,6 +6,8 @@ export interface InputKeyParts {
   readonly inputSha256: string
   readonly model: string | undefined
   readonly metadata: Record<string, string> | undefined
+  /** Absent leaves the key as it was before priorities existed. */
+  readonly priority?: string | undefined
   /** This batch's 0-based place among the `parts` batches the input was split into. */
   readonly part: number
   readonly parts: number
@@ -18,5 +20,7 @@ const sha256 = (text: string) => createHash("sha256").update(text, "utf8").diges
  * (metadata in its given order, as the body sends it), so a key never meets a second body, which the
  * server would refuse with 422; the version prefix keeps that true if the derivation ever changes.
  */
-export const inputKey = ({ inputSha256, model, metadata, part, parts }: InputKeyParts): string =>
-  `sluice-input-v1-${sha256(JSON.stringify([inputSha256, model ?? null, metadata === undefined ? null : Object.entries(metadata), part, parts]))}`
+export const inputKey = ({ inputSha256, model, metadata, priority, part, parts }: InputKeyParts): string =>
+  `sluice-input-v1-${sha256(
+    JSON.stringify([inputSha256, model ?? null, metadata === undefined ? null : Object.entries(metadata), part, parts, ...(priority === undefined ? [] : [priority])]),
+  )}`
