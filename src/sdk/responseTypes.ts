@@ -60,7 +60,7 @@ export interface StreamPatch {
   readonly status?: "cancelled" | "archived"
 }
 
-/** What `submitToStream` sends: batch lines, read as `submitBatch` reads them; `metadata` goes onto each response. */
+/** What `submitToStream` sends: batch lines, read as `submitBatch` reads them; `metadata` and `priority` go onto each response (without one, each takes the stream's). */
 export type StreamInput = BatchInput
 
 export interface StreamSubmitOptions {

@@ -40,7 +40,7 @@ export const submitLines = async (
     if (request instanceof BodyRejection) throw new BatchInputError(`${source}: line ${line}: ${request.detail}`, line)
     const own = request["metadata"]
     const metadata = { ...(typeof own === "object" && own !== null ? own : {}), ...input.metadata, stream_id: streamId, custom_id: row.custom_id }
-    return { line, customId: row.custom_id, body: { ...request, metadata } }
+    return { line, customId: row.custom_id, body: { ...request, metadata, ...(input.priority === undefined ? {} : { priority: input.priority }) } }
   })
 
   const stream = await calls.getStream(streamId)

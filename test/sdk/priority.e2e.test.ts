@@ -79,6 +79,10 @@ describe("priority through the SDK", () => {
     expect((await client.listStreams()).find((s) => s.id === stream.id)?.priority).toBe("background")
     const item = await client.createResponse({ model: MODEL, input: "item", metadata: { stream_id: stream.id } })
     expect(item.priority).toBe("background")
+    const sent = new Map<string, string | undefined>()
+    await client.submitToStream(stream.id, { requests: requests("own"), priority: "high" }, { onSent: (r, customId) => sent.set(customId, r.priority) })
+    await client.submitToStream(stream.id, { requests: requests("inherited") }, { onSent: (r, customId) => sent.set(customId, r.priority) })
+    expect(Object.fromEntries(sent)).toEqual({ "own-0": "high", "own-1": "high", "inherited-0": "background", "inherited-1": "background" })
 
     const flex = await rejection(client.createResponse({ model: MODEL, input: "hi", service_tier: "flex", priority: "high" }))
     expect(flex).toMatchObject({ status: 400, param: "priority" })
