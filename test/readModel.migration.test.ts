@@ -6,6 +6,8 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { resumeOffset } from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
+import { accountReads } from "../src/projections/accountReads.js"
+import { batchReads, toBatchObject } from "../src/projections/batchReads.js"
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-migration-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -69,6 +71,31 @@ describe("a read model in an older layout", () => {
       expect(db.pragma("user_version", { simple: true })).toBe(5)
       const columns = (db.prepare(`PRAGMA table_info(batches)`).all() as Array<{ name: string }>).map((c) => c.name)
       expect(columns).toEqual(expect.arrayContaining(["input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "total_tokens"]))
+    })
+  })
+
+  it("a version 5 read model from before priorities gains their columns in place, its rows and offsets kept, each read as standard", () => {
+    const path = join(dir, "before-priorities.sqlite")
+    opened(path, (db) => {
+      db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('accounts', 40, 41)`).run()
+      db.prepare(
+        `INSERT INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, models)
+         VALUES ('batch_1', 'acct', 'key', 3, 'completed', '24h', 1, 1000, 86401, 1, '[]')`,
+      ).run()
+      db.prepare(`INSERT INTO accounts (id, tier, status, created_at) VALUES ('acct', 'internal', 'active', 1)`).run()
+    })
+    const old = new Database(path)
+    old.exec(`ALTER TABLE batches DROP COLUMN priority; ALTER TABLE accounts DROP COLUMN max_priority; ALTER TABLE streams DROP COLUMN priority`)
+    old.close()
+
+    opened(path, (db) => {
+      expect(resumeOffset(db)).toBe(41)
+      const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)
+      expect(columns("batches")).toContain("priority")
+      expect(columns("accounts")).toContain("max_priority")
+      expect(columns("streams")).toContain("priority")
+      expect(toBatchObject(batchReads(db).one("batch_1")!).priority).toBe("standard")
+      expect(accountReads(db).account("acct")).toMatchObject({ id: "acct", max_priority: null })
     })
   })
 })
