@@ -169,8 +169,9 @@ const live = Layer.scopedContext(
           const before = slots(l)
           l.interactive--
           sharing.setInteractive(model.id, l.interactive)
-          // Every model's workers listen: only a change that frees a batch slot wakes them.
-          if (slots(l) > before) notify()
+          // Every model's workers listen: only a change that frees a batch slot wakes them, or the last
+          // interactive request's end, which frees none on a one-slot model but lets background rows run.
+          if (slots(l) > before || l.interactive === 0) notify()
         }
       },
     }
