@@ -36,6 +36,18 @@ export interface Sizes {
   /** B17's input file: its lines and its size in bytes (MB = 10^6). */
   readonly b17Lines: number
   readonly b17Bytes: number
+  /** B18: the `standard` backlog (batches × rows) a `high` batch of b18HighRows is created behind. */
+  readonly b18BacklogBatches: number
+  readonly b18BacklogRows: number
+  readonly b18HighRows: number
+  /** B18's share: a `high` and a `standard` batch of b18ShareRows each, cancelled after b18ShareStarts `high` rows. */
+  readonly b18ShareRows: number
+  readonly b18ShareStarts: number
+  /** B18's `standard` batch timed alone and beside a `background` one of b18ShareRows. */
+  readonly b18StandardRows: number
+  /** B18's deadlines: the completion window, and the rows that measure a model's rate first. */
+  readonly b18WindowS: number
+  readonly b18RateRows: number
 }
 
 const MiB = 1024 * 1024
@@ -69,6 +81,14 @@ export const FULL: Sizes = {
   b16Requests: 200,
   b17Lines: 50_000,
   b17Bytes: 200_000_000,
+  b18BacklogBatches: 10,
+  b18BacklogRows: 20_000,
+  b18HighRows: 500,
+  b18ShareRows: 20_000,
+  b18ShareStarts: 3_000,
+  b18StandardRows: 3_000,
+  b18WindowS: 45,
+  b18RateRows: 480,
 }
 
 export const QUICK: Sizes = {
@@ -99,6 +119,14 @@ export const QUICK: Sizes = {
   b16Requests: 40,
   b17Lines: 2_000,
   b17Bytes: 8_000_000,
+  b18BacklogBatches: 10,
+  b18BacklogRows: 1_000,
+  b18HighRows: 100,
+  b18ShareRows: 2_000,
+  b18ShareStarts: 600,
+  b18StandardRows: 500,
+  b18WindowS: 20,
+  b18RateRows: 80,
 }
 
 export interface Running {

@@ -108,6 +108,8 @@ export const startSim = async (latencyMs: number, port: number): Promise<Sim> =>
 export interface CatalogEntry {
   readonly id: string
   readonly upstream_url: string
+  /** The simulator's model name when the id is not one (several catalog models on one simulator). */
+  readonly upstream_model?: string
   readonly batch_concurrency: number
 }
 

@@ -29,6 +29,7 @@ import { b14ScaleOut } from "./scenarios/b14ScaleOut.js"
 import { b15FeedLatency } from "./scenarios/b15FeedLatency.js"
 import { b16FlexLatency } from "./scenarios/b16FlexLatency.js"
 import { b17FileBatch } from "./scenarios/b17FileBatch.js"
+import { b18Priorities } from "./scenarios/b18Priorities.js"
 import { renderTable } from "./table.js"
 
 const USAGE = `Usage: npm run bench [-- --quick] [-- --only B1,B5]
@@ -42,7 +43,7 @@ Needs nats-server (on PATH or /usr/sbin/nats-server); B8 needs Redis on 127.0.0.
 Writes bench/results/latest.json.`
 
 // The order shares work: B5 reads B1's batch, B1–B5, B9 and B16 share one Sluice, B8 pairs with B2.
-const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b12ReadersDuringDispatch, b16FlexLatency, b15FeedLatency, b17FileBatch, b11ChainCost, b14ScaleOut, b7Memory, b13DeepQueue, b6Rebuild]
+const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b12ReadersDuringDispatch, b16FlexLatency, b15FeedLatency, b17FileBatch, b18Priorities, b11ChainCost, b14ScaleOut, b7Memory, b13DeepQueue, b6Rebuild]
 
 const { values } = parseArgs({
   options: {
