@@ -50,7 +50,7 @@ export const estimateBatch = (
             // An embeddings answer completes nothing.
             if (!embeddings) completion += maxCompletionOf(body, p, tokens.maxModelLen)
           })
-          const place = deps.etas.onModel(model, caller.account.id, NOT_YET, { queued: bodies.length, running: 0 }, now)
+          const place = deps.etas.onModel(model, caller.account.id, NOT_YET, { queued: bodies.length, running: 0, priority: batch.priority }, now)
           return {
             model,
             requests: bodies.length,

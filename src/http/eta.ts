@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import type { Priority } from "../domain/scheduling/priority.js"
 import { finishesAt, rowsAhead } from "../domain/scheduling/turnsAhead.js"
 import type { BatchRow } from "../projections/batchReads.js"
 import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
@@ -38,9 +39,9 @@ export const makeEtas = (db: ReadModel["Type"], projector: ProjectorShape) => {
   }
 
   /** One model's work for a batch of `accountId`: its own rows there (`mine`), queued or not yet. */
-  const onModel = (model: string, accountId: string, batchId: string, mine: { queued: number; running: number }, now: number): ModelEstimate => {
+  const onModel = (model: string, accountId: string, batchId: string, mine: { queued: number; running: number; priority?: Priority }, now: number): ModelEstimate => {
     const queue = byModel().get(model) ?? []
-    const ahead = rowsAhead(queue, { accountId, batchId, queued: mine.queued })
+    const ahead = rowsAhead(queue, mine.priority === undefined ? { accountId, batchId, queued: mine.queued } : { accountId, batchId, queued: mine.queued, priority: mine.priority })
     let runningOnModel = 0
     for (const q of queue) runningOnModel += q.running
     return {

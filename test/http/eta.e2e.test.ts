@@ -60,6 +60,36 @@ describe.each(["embedded", "nats"] as const)("queue position and ETA on the %s e
     expect((await read(b, otherKey)).rows_ahead).toBe(3)
   })
 
+  it("counts the shares between priorities: 9 high rows ahead per standard row, standard work ahead of background", async () => {
+    await start()
+    const account = `prio-${backend}`
+    expect((await api().admin("POST", "/admin/v1/accounts", { id: account, tier: "internal", max_priority: "high" })).status).toBe(200)
+    const key = (await api().admin("POST", `/admin/v1/accounts/${account}/keys`, {})).body.key as string
+    const createAt = async (rows: ReadonlyArray<object>, priority: string) => {
+      const created = await api(key).call("POST", "/v1/batches", { requests: rows, priority })
+      expect(created.status, created.text).toBe(200)
+      return created.body.id as string
+    }
+    const first = await createAt(held("first", 1), "standard")
+    for (let i = 0; i < 200; i++) {
+      if ((await api(key).allResults(first)).some((r) => r.status === "running")) break
+      await sleep(20)
+    }
+    const high = await createAt(held("high", 40), "high")
+    const standard = await createAt(held("std", 2), "standard")
+    const background = await createAt(held("bg", 3), "background")
+    // Standard's 2 rows: 9 high starts before each.
+    expect((await read(standard, key)).rows_ahead).toBe(18)
+    // High's 40 rows: standard starts one per 9 of them, at most its 2 queued.
+    expect((await read(high, key)).rows_ahead).toBe(2)
+    // Background waits for everything else queued.
+    expect((await read(background, key)).rows_ahead).toBe(42)
+    const estimate = await api(key).call("POST", "/v1/batches/estimate", { requests: held("est", 1), priority: "standard" })
+    expect(estimate.status, estimate.text).toBe(200)
+    // One row behind the standard batch's 2 (its account's turns), so 2 starts of standard: 18 high ones.
+    expect(estimate.body.models[0].rows_ahead).toBe(1 + 18)
+  })
+
   it("estimates completion from the model's measured rate while a batch runs, and shows null once it is final", async () => {
     await start()
     const rows = Array.from({ length: 120 }, (_, i) => chatRow(`p-${i}`, `paced ${i}`, "paced"))
