@@ -12,11 +12,14 @@ export interface BatchOwner {
   /** Absent for chat completions. */
   readonly endpoint?: BatchEndpoint
   readonly priority: Priority
-  /** Its `expires_at` (ms): a row not started by then expires. */
+  /**
+   * Its `expires_at` in whole seconds, as ms: the expiry timer fires at the batch object's `expires_at`
+   * (seconds), up to a second before the event's own ms.
+   */
   readonly startBy: number
 }
 
 export const ownerOf = (created: typeof BatchCreated.Type): BatchOwner => {
-  const owner = { accountId: created.account_id, models: created.models, priority: created.priority ?? DEFAULT_PRIORITY, startBy: created.expires_at }
+  const owner = { accountId: created.account_id, models: created.models, priority: created.priority ?? DEFAULT_PRIORITY, startBy: Math.floor(created.expires_at / 1000) * 1000 }
   return created.endpoint === undefined ? owner : { ...owner, endpoint: created.endpoint }
 }
