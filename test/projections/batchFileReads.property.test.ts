@@ -22,7 +22,7 @@ const row = fc.record({
 const kinds = ["output", "error"] as const
 
 describe("a file-based batch's output and error files", () => {
-  it("read page by page, give each row of their kind once, in order, and their size is their bytes", () => {
+  it("read page by page, give each row of their kind once, in order, in pages of at most maxBytes or one line, and their size is their bytes", () => {
     fc.assert(
       fc.property(fc.array(row, { maxLength: 40 }), fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 600 }), (rows, maxRows, maxBytes) => {
         const scope = Effect.runSync(Scope.make())
@@ -45,6 +45,7 @@ describe("a file-based batch's output and error files", () => {
             for (let from: number | undefined = 0; from !== undefined; ) {
               const page = reads.page("batch_1", kind, from, maxRows, maxBytes)
               chunks.push(page.bytes)
+              expect(page.bytes.byteLength <= maxBytes || page.bytes.indexOf(10) === page.bytes.byteLength - 1).toBe(true)
               expect(page.next === undefined || page.next > from).toBe(true)
               from = page.next
             }
