@@ -145,6 +145,7 @@ export const Live = Layer.scoped(
         const entry: Owned = { actor, scope, lease, batches: new Set() }
         owned.set(lease.model, entry)
         actors.set(lease.model, actor)
+        metrics.leaseChanged(lease.model, "taken")
         // Every batch created before this point is in the read model once it has reached the log's end.
         yield* Effect.forkDaemon(
           Effect.gen(function* () {
@@ -162,6 +163,7 @@ export const Live = Layer.scoped(
         if (entry === undefined) return
         owned.delete(model)
         actors.delete(model)
+        metrics.leaseChanged(model, handOver ? "handed_over" : "lost")
         if (!handOver) entry.actor.abandon()
         // Handing over: its running rows finish and are written before the lease goes.
         yield* Scope.close(entry.scope, Exit.void)

@@ -4,6 +4,7 @@ import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
 import { nextAttemptAt } from "../domain/webhook/retry.js"
 import { type WebhookEvent, webhookSubject } from "../domain/webhook/events.js"
 import { EventLog } from "../eventlog/EventLog.js"
+import { Metrics } from "../metrics/Metrics.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
@@ -26,6 +27,7 @@ export const layer = Layer.scopedDiscard(
     const db = yield* ReadModel
     const log = yield* EventLog
     const projector = yield* Projector
+    const metrics = yield* Metrics
     const clock = yield* Effect.clock
     const batches = batchReads(db)
     const webhooks = webhookReads(db)
@@ -78,6 +80,7 @@ export const layer = Layer.scopedDiscard(
         const [written] = yield* log.append([
           { subject: webhookSubject(d.webhook_id, "delivery_attempted"), data: encoder.encode(JSON.stringify(event)), msgId: `${d.id}:${n}` },
         ])
+        if (!written!.duplicate) metrics.webhookAttempted(outcome.ok, !outcome.ok && event.next_at === null)
         yield* projector.awaitSeq(written!.seq)
       }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning(`webhook delivery ${d.id} could not be recorded; it is tried again`, cause)),

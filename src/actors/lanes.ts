@@ -44,6 +44,7 @@ export const makeLanes = () => {
       // while it was still on its way to the log, is refused there as out of place, not taken as this one.
       msgId: laneMsgId(batchId, lane.model, lane.revision, tip.seq, ++made),
       expectLastSubjectSeq: tip.seq,
+      events: events.length,
     }
   }
 

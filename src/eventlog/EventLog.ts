@@ -9,6 +9,11 @@ export interface AppendInput {
   readonly expectLastSubjectSeq?: number
   /** Stored with the message and given back on read; the log adds its own (eventHeaders.ts) to every append. */
   readonly headers?: Readonly<Record<string, string>>
+  /**
+   * How many events the message holds, for the metrics only: a lane window's row events, 0 for a file's
+   * raw part; 1 when absent (every other message is one event, a chunk of input rows included).
+   */
+  readonly events?: number
 }
 
 export interface AppendResult {

@@ -20,7 +20,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
     return handlers
       .handleRaw("create", () => respondCreated(Effect.flatMap(batchCaller, commands.create).pipe(countRefused)))
       .handleRaw("estimate", () => respondJson(Effect.flatMap(batchCaller, commands.estimate)))
-      .handleRaw("rerun", ({ path }) => respondCreated(Effect.flatMap(batchCaller, (caller) => commands.rerun(caller, path.batch_id))))
+      .handleRaw("rerun", ({ path }) => respondCreated(Effect.flatMap(batchCaller, (caller) => commands.rerun(caller, path.batch_id)).pipe(countRefused)))
       .handleRaw("retrieve", ({ path, urlParams }) =>
         respondJson(Effect.flatMap(authenticate, (caller) => queries.retrieve(caller, path.batch_id, urlParams))),
       )

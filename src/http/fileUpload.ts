@@ -56,7 +56,7 @@ const makePartWriter = (log: EventLogShape, fileId: string, onAppended: () => vo
 
   const cut = () => {
     if (used === 0) return
-    group.push({ subject, data: staging.subarray(0, used), msgId: partMsgId(fileId, parts + group.length), headers: PART_HEADERS })
+    group.push({ subject, data: staging.subarray(0, used), msgId: partMsgId(fileId, parts + group.length), headers: PART_HEADERS, events: 0 })
     staging = Buffer.allocUnsafe(PART_BYTES)
     used = 0
   }

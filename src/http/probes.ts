@@ -17,6 +17,7 @@ export class Probes extends Effect.Service<Probes>()("Http/Probes", {
     const lag = yield* ProjectionLag
     const settings = yield* HttpSettings
     const health = yield* LogHealth
+    metrics.watchLog(() => health.unavailable() === undefined)
     const notReady = (reason: string) =>
       HttpServerResponse.unsafeJson({ status: "unavailable", instance, reason }, { status: HttpApiSchema.getStatusError(NotReady) })
     const mayScrape = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {

@@ -22,6 +22,9 @@ export interface ModelSnapshot {
   readonly leaseOwner: string
 }
 
+/** How a model's lease changed hands at this instance: taken, handed over to another, or lost (not renewed in time, or taken by another). */
+export type LeaseChange = "taken" | "handed_over" | "lost"
+
 export interface ProjectionLag {
   readonly events: number
   readonly seconds: number
@@ -44,11 +47,16 @@ export interface MetricsShape {
   /** A row's start was decided; `early`: ahead of its turn, for its deadline. */
   readonly rowStarted: (model: string, priority: string, early: boolean) => void
   readonly createRefused: (status: number) => void
-  readonly appended: (events: number, seconds: number) => void
+  /** One append stored `messages` messages holding `events` events (a lane window's row events each). */
+  readonly appended: (messages: number, events: number, seconds: number) => void
+  /** A webhook delivery attempt is in the log; `givenUp`: it failed and none follows. */
+  readonly webhookAttempted: (ok: boolean, givenUp: boolean) => void
+  readonly leaseChanged: (model: string, change: LeaseChange) => void
   readonly httpRequest: (method: string, route: string, status: number, seconds: number) => void
   readonly watchModels: (source: () => ReadonlyArray<ModelSnapshot>) => void
   readonly watchBatches: (source: () => ReadonlyMap<string, number>) => void
   readonly watchProjectionLag: (source: () => Promise<ProjectionLag | undefined>) => void
+  readonly watchLog: (available: () => boolean) => void
 }
 
 /** This instance's id: the lease owner it names, shown in `/readyz` and the admin view. */
@@ -83,13 +91,13 @@ export const make = (instance: string): MetricsShape => {
 
   const settled = new Counter({
     name: "sluice_rows_settled_total",
-    help: "Rows that reached a final status, by model and outcome; code is the error code of a failed row",
+    help: "Batch rows that reached a final status, by model and outcome (completed, failed, cancelled, expired), counted once the log holds the settle; code is a failed row's error code",
     labelNames: ["model", "outcome", "code"] as const,
     registers,
   })
   const attempts = new Counter({
     name: "sluice_upstream_attempts_total",
-    help: "Batch row attempts sent to the model's upstream",
+    help: "Batch row attempts sent to the model's upstream (a row whose stored body cannot be sent makes none)",
     labelNames: ["model"] as const,
     registers,
   })
@@ -121,19 +129,44 @@ export const make = (instance: string): MetricsShape => {
   })
   const refused = new Counter({
     name: "sluice_batch_creates_refused_total",
-    help: "Batch creates refused, by the HTTP status answered",
+    help: "Batch creates refused (POST /v1/batches, inline or from a file, and reruns), by the HTTP status answered, in the label reason",
     labelNames: ["reason"] as const,
     registers,
   })
   const appendSeconds = new Histogram({
     name: "sluice_eventlog_append_seconds",
-    help: "Time one append to the event log took (many events each)",
+    help: "Time each append to the event log took, from the call to its success (one or more messages each; a failed append is not observed)",
     buckets: APPEND_BUCKETS,
     registers,
   })
   const appendedEvents = new Counter({
     name: "sluice_eventlog_events_appended_total",
-    help: "Events this instance appended to the log (de-duplicated retries not counted)",
+    help: "Events this instance stored in the log: each row event of a lane window, one for every other event (a rows_added or row_bodies chunk is one, whatever rows it holds), none for a file's raw parts; de-duplicated retries not counted",
+    registers,
+  })
+  const appendedMessages = new Counter({
+    name: "sluice_eventlog_messages_appended_total",
+    help: "Messages this instance stored in the log (a lane window, an input rows chunk, a file's part: one each, even one stored in parts); de-duplicated retries not counted",
+    registers,
+  })
+  const webhookAttempts = new Counter({
+    name: "sluice_webhook_attempts_total",
+    help: "Webhook delivery attempts recorded in the log, by outcome: ok (a 2xx answer) or failed (another status, no answer, or the batch deleted first)",
+    labelNames: ["outcome"] as const,
+    registers,
+  })
+  // Both series from the start: a failure ratio over them is defined before the first delivery.
+  webhookAttempts.inc({ outcome: "ok" }, 0)
+  webhookAttempts.inc({ outcome: "failed" }, 0)
+  const webhooksGivenUp = new Counter({
+    name: "sluice_webhook_deliveries_given_up_total",
+    help: "Webhook deliveries given up: their last attempt failed three days after their event, or their batch was deleted",
+    registers,
+  })
+  const leaseChanges = new Counter({
+    name: "sluice_lease_changes_total",
+    help: "A model's lease changing hands at this instance, by change: taken, handed_over (released for another instance), lost (not renewed in time, or another holds it)",
+    labelNames: ["model", "change"] as const,
     registers,
   })
   const http = new Histogram({
@@ -169,7 +202,11 @@ export const make = (instance: string): MetricsShape => {
     "Slots the model's upstream has taken back by pushback (429, 503, a long vLLM queue): batch_concurrency less the concurrency now",
     (m) => m.batchConcurrency - m.concurrency,
   )
-  modelGauge("sluice_interactive_in_flight", "Interactive chat completions in flight, by model", (m) => m.interactiveInFlight)
+  modelGauge(
+    "sluice_interactive_in_flight",
+    "Interactive requests (chat completions and responses) this instance has in flight, by model; the slot limit also counts the other instances'",
+    (m) => m.interactiveInFlight,
+  )
   new Gauge({
     name: "sluice_rows_queued",
     help: "Batch rows waiting for a slot or for their retry, by model and account",
@@ -193,7 +230,7 @@ export const make = (instance: string): MetricsShape => {
 
   new Gauge({
     name: "sluice_leases_held",
-    help: "1 for each model whose slots this instance owns",
+    help: "1 for each model whose slots this instance owns (holds its lease), 0 for each other model of the catalog",
     labelNames: ["model"] as const,
     registers,
     collect() {
@@ -225,7 +262,7 @@ export const make = (instance: string): MetricsShape => {
   }
   new Gauge({
     name: "sluice_projection_lag_events",
-    help: "Events in the log that this instance's projections have not applied yet",
+    help: "Log messages (a lane window is one) that this instance's projections have not applied yet; kept at its last value while the log does not answer",
     registers,
     async collect() {
       const now = await currentLag()
@@ -234,11 +271,21 @@ export const make = (instance: string): MetricsShape => {
   })
   new Gauge({
     name: "sluice_projection_lag_seconds",
-    help: "How far behind the log this instance's projections are, in seconds (0 when caught up)",
+    help: "How far behind the log this instance's projections are, in seconds (0 when caught up); kept at its last value while the log does not answer",
     registers,
     async collect() {
       const now = await currentLag()
       if (now !== undefined) this.set(now.seconds)
+    },
+  })
+
+  let logAvailable: () => boolean = () => true
+  new Gauge({
+    name: "sluice_eventlog_available",
+    help: "1 while the event log takes this instance's appends, 0 while its last append or probe found it unavailable",
+    registers,
+    collect() {
+      this.set(logAvailable() ? 1 : 0)
     },
   })
 
@@ -253,10 +300,16 @@ export const make = (instance: string): MetricsShape => {
     firstStart: (model, seconds) => firstStart.observe({ model }, Math.max(0, seconds)),
     rowStarted: (model, priority, early) => started.inc({ model, priority, order: early ? "deadline" : "turn" }),
     createRefused: (status) => refused.inc({ reason: String(status) }),
-    appended: (events, seconds) => {
+    appended: (messages, events, seconds) => {
       appendSeconds.observe(seconds)
+      if (messages > 0) appendedMessages.inc(messages)
       if (events > 0) appendedEvents.inc(events)
     },
+    webhookAttempted: (ok, givenUp) => {
+      webhookAttempts.inc({ outcome: ok ? "ok" : "failed" })
+      if (givenUp) webhooksGivenUp.inc()
+    },
+    leaseChanged: (model, change) => leaseChanges.inc({ model, change }),
     httpRequest: (method, route, status, seconds) => http.observe({ method, route, status: String(status) }, seconds),
     watchModels: (source) => {
       models = source
@@ -266,6 +319,9 @@ export const make = (instance: string): MetricsShape => {
     },
     watchProjectionLag: (source) => {
       lag = source
+    },
+    watchLog: (available) => {
+      logAvailable = available
     },
   }
 }

@@ -2,7 +2,7 @@ import { Effect, Layer } from "effect"
 import { EventLog } from "../eventlog/EventLog.js"
 import { Metrics } from "./Metrics.js"
 
-/** The event log, each append timed and its stored events counted. */
+/** The event log, each append timed and its stored messages and the events they hold counted. */
 export const metered = Layer.effect(
   EventLog,
   Effect.gen(function* () {
@@ -16,8 +16,13 @@ export const metered = Layer.effect(
           return Effect.tap(log.append(messages), (results) =>
             Effect.sync(() => {
               let stored = 0
-              for (const r of results) if (!r.duplicate) stored++
-              metrics.appended(stored, (performance.now() - started) / 1000)
+              let events = 0
+              results.forEach((r, i) => {
+                if (r.duplicate) return
+                stored++
+                events += messages[i]!.events ?? 1
+              })
+              metrics.appended(stored, events, (performance.now() - started) / 1000)
             }),
           )
         }),

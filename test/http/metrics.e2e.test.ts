@@ -1,4 +1,6 @@
 import Database from "better-sqlite3"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../../src/sim/Directives.js"
@@ -88,19 +90,20 @@ describe("/metrics moves by what the batches did", () => {
       data: Buffer
     }>
     log.close()
-    const stored = messages.map((m) => m.subject)
-    // Row events travel in their model's lane windows.
-    const retrying = messages
-      .filter((m) => m.subject.includes(".lane."))
-      .flatMap((m) => (JSON.parse(m.data.toString()) as { events: Array<{ type: string }> }).events)
-      .filter((e) => e.type === "row_retrying")
-    expect(retrying).toHaveLength(6)
-    expect(delta(before, after, "sluice_eventlog_events_appended_total")).toBe(stored.length)
+    // Row events travel in their model's lane windows, several to a message.
+    const events = messages.flatMap((m) =>
+      m.subject.includes(".lane.") ? (JSON.parse(m.data.toString()) as { events: Array<{ type: string }> }).events : [{ type: m.subject.split(".")[2]! }],
+    )
+    expect(events.filter((e) => e.type === "row_retrying")).toHaveLength(6)
+    expect(delta(before, after, "sluice_eventlog_events_appended_total")).toBe(events.length)
+    expect(delta(before, after, "sluice_eventlog_messages_appended_total")).toBe(messages.length)
     expect(delta(before, after, "sluice_eventlog_append_seconds_count")).toBeGreaterThan(0)
     expect(after.value("sluice_rows_queued", { model: MODEL, account: "bootstrap" })).toBe(0)
     expect(after.value("sluice_batch_slots_limit", { model: MODEL })).toBeGreaterThanOrEqual(1)
     expect(after.value("sluice_leases_held", { model: MODEL })).toBe(1)
     expect(after.value("sluice_leases_held", { model: STALL })).toBe(1)
+    expect(after.value("sluice_lease_changes_total", { model: MODEL, change: "taken" })).toBe(1)
+    expect(after.value("sluice_eventlog_available")).toBe(1)
     expect(after.families.has("process_cpu_user_seconds_total")).toBe(true)
     expect(after.families.has("nodejs_eventloop_lag_seconds")).toBe(true)
   })
@@ -196,6 +199,53 @@ describe("/metrics moves by what the batches did", () => {
     aborted.abort()
     await request
     await waitFor("the interactive request to end", async () => (await scrape(sluice.url)).value("sluice_interactive_in_flight", { model: MODEL }) === 0)
+  })
+
+  it("webhook attempts count by outcome once recorded, and a delivery failing past its three days counts as given up", async () => {
+    let answer = 500
+    const received: Array<number> = []
+    const receiver = createServer((req, res) => {
+      req.resume().on("end", () => {
+        received.push(answer)
+        res.writeHead(answer).end()
+      })
+    })
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r))
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
+      const hook = await api().admin("POST", "/admin/v1/accounts/bootstrap/webhooks", { url, events: ["batch.completed"] })
+      expect(hook.status, hook.text).toBe(200)
+      const attempts = async () => {
+        const now = await scrape(sluice.url)
+        return { ok: now.value("sluice_webhook_attempts_total", { outcome: "ok" }), failed: now.value("sluice_webhook_attempts_total", { outcome: "failed" }) }
+      }
+      const before = await scrape(sluice.url)
+      expect(before.families.has("sluice_webhook_attempts_total")).toBe(true)
+      const start = await attempts()
+
+      const first = await api().call("POST", "/v1/batches", { requests: [chatRow("w", "fine", MODEL)] })
+      await runToEnd(first.body.id)
+      await waitFor("the failed attempt to be counted", async () => (await attempts()).failed === start.failed + 1)
+      answer = 204
+      await waitFor("the retry to succeed", async () => {
+        await sluice.adjust(10_000)
+        return (await attempts()).ok === start.ok + 1
+      })
+      expect(received).toEqual([500, 204])
+
+      answer = 503
+      const second = await api().call("POST", "/v1/batches", { requests: [chatRow("w2", "fine", MODEL)] })
+      await runToEnd(second.body.id)
+      await waitFor("the second delivery's first attempt", async () => (await attempts()).failed === start.failed + 2)
+      // Its next attempt comes after the delivery's three days: it fails, and none follows.
+      await waitFor("the delivery to be given up", async () => {
+        await sluice.adjust(4 * 86_400_000)
+        return (await scrape(sluice.url)).value("sluice_webhook_deliveries_given_up_total") === before.value("sluice_webhook_deliveries_given_up_total") + 1
+      })
+      expect((await attempts()).failed).toBe(start.failed + 3)
+    } finally {
+      await new Promise((r) => receiver.close(r))
+    }
   })
 
   it("the projections' lag is reported, and is nothing once they have caught up", async () => {
