@@ -40,6 +40,16 @@ describe("docker-compose.yml", () => {
     expect(inProfile("observability")).toEqual(["grafana", "prometheus"])
   })
 
+  it("the observability profile's Prometheus finds its config and every rule file it names where they are mounted", () => {
+    const prometheus = service("prometheus")
+    const mounted = new Map(prometheus.volumes!.map((v) => [v.split(":")[1]!, v.split(":")[0]!]))
+    const configPath = prometheus.command!.find((a) => a.startsWith("--config.file="))!.slice("--config.file=".length)
+    expect(mounted.get(configPath)).toBe("./deploy/observability/prometheus.yml")
+    const config = parse(readFileSync(join(root, "deploy/observability/prometheus.yml"), "utf8")) as { rule_files?: ReadonlyArray<string> }
+    expect(config.rule_files).toEqual(["/etc/prometheus/alerts.yml"])
+    for (const file of config.rule_files!) expect(mounted.get(file)).toBe("./deploy/observability/alerts.yml")
+  })
+
   describe("the cluster profile", () => {
     const nodes = ["nats-1", "nats-2", "nats-3"]
     const instances = ["sluice-1", "sluice-2", "sluice-3"]
