@@ -1,28 +1,21 @@
-import { Effect, ParseResult, Schema } from "effect"
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Schema } from "effect"
 import { type Account, Accounts } from "../actors/Accounts.js"
 import { CreateAccountPayload, CreateKeyPayload, UpdateAccountPayload } from "../domain/api/index.js"
 import type { LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { readJsonBody } from "./body.js"
-import { badRequest, conflict, logUnavailable, notFound } from "./errors.js"
-import { isObject } from "../domain/json.js"
-import { notAPriority } from "../domain/batch/priorityField.js"
-import { isPriority } from "../domain/scheduling/priority.js"
+import { conflict, logUnavailable, notFound } from "./errors.js"
+import { invalidRequest } from "./invalidRequest.js"
 
 const ADMIN_BODY_BYTES = 1024 * 1024
 
-/** A `max_priority` that is no priority is named in one line, not in the schema's tree of every field. */
-const maxPriorityFault = (input: unknown) => {
-  const sent = isObject(input) ? input["max_priority"] : undefined
-  return sent === undefined || isPriority(sent) ? undefined : badRequest(notAPriority("max_priority", sent), "max_priority")
-}
-
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) =>
-  Effect.flatMap(readJsonBody(ADMIN_BODY_BYTES, { emptyIs: {} }), (input) => {
-    const fault = maxPriorityFault(input)
-    if (fault !== undefined) return Effect.fail(fault)
-    return Schema.decodeUnknown(schema, { onExcessProperty: "error" })(input).pipe(
-      Effect.mapError((error) => badRequest(ParseResult.TreeFormatter.formatErrorSync(error))),
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const input = yield* readJsonBody(ADMIN_BODY_BYTES, { emptyIs: {} })
+    return yield* Schema.decodeUnknown(schema, { onExcessProperty: "error" })(input).pipe(
+      Effect.mapError((error) => invalidRequest("body", request, error)),
     )
   })
 

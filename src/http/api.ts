@@ -504,10 +504,22 @@ const security: Record<string, ReadonlyArray<Record<string, ReadonlyArray<string
   webhooks: [{ adminToken: [] }],
 }
 
+const decodeErrorRef = "#/components/schemas/HttpApiDecodeError"
+
+/** A request that fails to decode is answered with the API's own 400 envelope (src/http/decodeFailures.ts), not the platform's body. */
+const badRequestOnly = (operation: Record<string, any>) => {
+  const answer = operation?.responses?.["400"]?.content?.["application/json"]
+  if (answer?.schema === undefined) return
+  const refs: Array<Record<string, any>> = answer.schema.anyOf ?? [answer.schema]
+  const kept = refs.filter((ref) => ref.$ref !== decodeErrorRef)
+  answer.schema = kept.length === 0 ? { $ref: "#/components/schemas/BadRequest" } : kept.length === 1 ? kept[0] : { anyOf: kept }
+}
+
 /** Servers, the bearer schemes and which operations need them, and the request bodies' schemas. */
 const completeDocument = (spec: Record<string, any>): Record<string, any> => {
   for (const item of Object.values(spec.paths ?? {}) as Array<Record<string, any>>) {
     for (const operation of Object.values(item)) {
+      badRequestOnly(operation)
       const group = operation?.tags?.[0]
       if (group === "operations" && operation.operationId === "operations.metrics") operation.security = [{}, { metricsToken: [] }]
       else if (group === "operations") operation.security = []
@@ -519,7 +531,9 @@ const completeDocument = (spec: Record<string, any>): Record<string, any> => {
     servers: [{ url: "/", description: "This Sluice instance" }],
     components: {
       ...spec.components,
-      schemas: { ...bodyDefinitions, ...spec.components?.schemas },
+      schemas: Object.fromEntries(
+        Object.entries({ ...bodyDefinitions, ...spec.components?.schemas }).filter(([name]) => name !== "HttpApiDecodeError" && name !== "Issue"),
+      ),
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key (`sk-sluice-…`), also accepted as `X-API-Key`" },
         adminToken: { type: "http", scheme: "bearer", description: "The operator's `SLUICE_ADMIN_TOKEN`" },

@@ -27,6 +27,7 @@ import { FilesLive } from "./filesHandlers.js"
 import { EventStreamsClosing } from "./eventsStreamClosing.js"
 import { allowedMethods } from "./methods.js"
 import { ConsolePages } from "./consolePages.js"
+import { DecodeFailures } from "./decodeFailures.js"
 import { AsyncApiPage } from "./asyncApiPage.js"
 import { ModelList } from "./modelList.js"
 import { ModelsLive } from "./modelsHandlers.js"
@@ -155,6 +156,7 @@ export const serverLayer = (options: {
         // for them, the headers redacted) was work for nobody on every read.
         HttpMiddleware.withTracerDisabledWhen(() => true),
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+        Layer.provide(DecodeFailures),
         Layer.provide(HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })),
         Layer.provide(ConsolePages),
         Layer.provide(AsyncApiPage),

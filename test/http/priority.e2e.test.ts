@@ -136,12 +136,16 @@ describe.each(["embedded", "nats"] as const)("priorities on creates, on the %s l
     for (const sent of ["urgent", 3, null, "HIGH"]) {
       const created = await f.api().admin("POST", "/admin/v1/accounts", { id, max_priority: sent })
       expect(created.status, created.text).toBe(400)
-      expect(created.body.error).toMatchObject({ type: "invalid_request_error", param: "max_priority", message: notAPriority("max_priority", sent) })
+      expect(created.body.error).toMatchObject({
+        type: "invalid_request_error",
+        param: "max_priority",
+        message: `Invalid request body for POST /admin/v1/accounts: ${notAPriority("max_priority", sent)}`,
+      })
     }
     const made = await account(id)
     const patched = await f.api().admin("PATCH", `/admin/v1/accounts/${id}`, { max_priority: "urgent", concurrency: 3 })
     expect(patched.status).toBe(400)
-    expect(patched.body.error.message).toBe(notAPriority("max_priority", "urgent"))
+    expect(patched.body.error.message).toBe(`Invalid request body for PATCH /admin/v1/accounts/{id}: ${notAPriority("max_priority", "urgent")}`)
     expect(patched.body.error.message).not.toContain("\n")
     const unchanged = await f.api().admin("PATCH", `/admin/v1/accounts/${id}`, {})
     expect(unchanged.body).toEqual(made.object)
