@@ -156,8 +156,10 @@ describe("/metrics moves by what the batches did", () => {
     // A standard account, then a full one.
     expect((await late.call("POST", "/v1/batches", { requests: [chatRow("x", "x", STALL)] })).status).toBe(403)
     expect((await api().call("POST", "/v1/batches", { requests: [chatRow("x", "x", STALL)] })).status).toBe(429)
+    // A rerun is a create too: of a batch that is not there, 404.
+    expect((await api().call("POST", "/v1/batches/batch_none/rerun")).status).toBe(404)
     const refused = await scrape(sluice.url)
-    for (const reason of ["400", "403", "429", "413"]) expect(delta(before, refused, "sluice_batch_creates_refused_total", { reason })).toBe(1)
+    for (const reason of ["400", "403", "429", "413", "404"]) expect(delta(before, refused, "sluice_batch_creates_refused_total", { reason })).toBe(1)
 
     // Cancel A: its two queued rows are cancelled together, the hung one when its timeout passes.
     expect((await api().call("POST", `/v1/batches/${a.body.id}/cancel`)).status).toBe(200)
