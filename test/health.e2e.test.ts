@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
+import { scrape } from "./support/prometheus.js"
 import { type Sluice, startSluice } from "./support/sluice.js"
 import { waitFor } from "./support/waitFor.js"
 
@@ -30,11 +31,13 @@ describe("health, readiness, the metrics token and CORS", () => {
     expect(await get(`${sluice.url}/healthz`)).toEqual({ status: 200, body: { status: "ok", instance: "ready-test-1" } })
   })
 
-  it("/readyz is 200 with the log's head and the projections' lag, 503 with the reason while nats-server is stopped, and 200 once it resumes", async () => {
+  it("/readyz is 200 with the log's head and the projections' lag, 503 with the reason while nats-server is stopped, and 200 once it resumes; sluice_eventlog_available follows", async () => {
+    const available = async () => (await scrape(sluice.url, "scrape-me")).value("sluice_eventlog_available")
     const ready = await get(`${sluice.url}/readyz`)
     expect(ready.status).toBe(200)
     expect(ready.body).toMatchObject({ status: "ready", instance: "ready-test-1", projections: { lag_events: 0 } })
     expect(ready.body.log.head).toBe(ready.body.projections.applied)
+    expect(await available()).toBe(1)
 
     await nats.freeze(true)
     let stopped = await get(`${sluice.url}/readyz`)
@@ -43,9 +46,12 @@ describe("health, readiness, the metrics token and CORS", () => {
     expect(stopped.body.reason).toMatch(/event log/)
     // The process still serves.
     expect((await get(`${sluice.url}/healthz`)).status).toBe(200)
+    // The log's probe (every 5 s, 3 s to answer) finds it gone, not the head's 2 s look behind /readyz.
+    await waitFor("sluice_eventlog_available to be 0", async () => (await available()) === 0, { timeoutMs: 15_000, everyMs: 250 })
 
     await nats.freeze(false)
     await waitFor("/readyz to answer 200 again", async () => (await get(`${sluice.url}/readyz`)).status === 200)
+    await waitFor("sluice_eventlog_available to be 1 again", async () => (await available()) === 1, { timeoutMs: 15_000, everyMs: 250 })
   })
 
   it("/metrics wants SLUICE_METRICS_TOKEN when it is set", async () => {
