@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
+import { scrape } from "./support/prometheus.js"
 import { type CatalogEntry, type Sluice, startSluice } from "./support/sluice.js"
 import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
 import { waitFor } from "./support/waitFor.js"
@@ -64,6 +65,15 @@ describe("several instances on one JetStream", () => {
     const { leases } = await setUp(["model-a", "model-b"], 60)
     // Spread: not both models on the first instance to start.
     await waitFor("the models to be spread over both instances", async () => new Set((await leases()).map((l) => l.owner)).size === 2, { timeoutMs: 20_000 })
+    // Each instance's lease changes leave it holding what the lease store says it holds: one take more than it gave up.
+    const owners = new Map((await leases()).map((l) => [l.model, l.owner]))
+    for (const [instance, name] of [[instances[0]!, "one"], [instances[1]!, "two"]] as const) {
+      const changes = await scrape(instance.url)
+      for (const model of ["model-a", "model-b"]) {
+        const change = (c: string) => changes.value("sluice_lease_changes_total", { model, change: c })
+        expect(change("taken") - change("handed_over") - change("lost"), `${name}, ${model}`).toBe(owners.get(model) === name ? 1 : 0)
+      }
+    }
     const [one, two] = instances.map((s) => client(s.url))
     const created = []
     // A batch of each model created through each instance: before leases, each instance ran its own slots.
