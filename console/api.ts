@@ -1,9 +1,10 @@
 import type { BatchUsage } from "../src/domain/api/BatchObject.js"
+import type { BatchProgress } from "../src/domain/api/BatchProgress.js"
 import type { BatchStatus } from "../src/domain/api/BatchStatus.js"
 import type { ResponseObject } from "../src/domain/api/ResponseObject.js"
 import { SseDecoder, type SseMessage } from "../src/sdk/sseDecoder.js"
 
-export type { BatchUsage, ResponseObject }
+export type { BatchProgress, BatchUsage, ResponseObject }
 
 /** An answer other than 2xx, with the message of Sluice's OpenAI-shaped error envelope. */
 export class ApiError extends Error {

@@ -1,4 +1,4 @@
-import { type Batch, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
+import { type Batch, type BatchProgress, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
 import { batchFiles, filesKey } from "./batchFiles.js"
 import { bar, h, show, usd, when } from "./dom.js"
 import { eta, Pace } from "./progress.js"
@@ -26,6 +26,14 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   const detail = h("div", { id: "detail" })
   // Counted from the stream, which begins with the batch's history: every row event is in it once.
   let settled = 0
+  let progressRead: BatchProgress | undefined
+
+  /** A running batch's pace over the last seconds; a final one's own rate, from its first start to its end. */
+  const rowsPerSecond = () => {
+    if (!finalStatuses.has(batch.status)) return pace.rate(Date.now()).toFixed(1)
+    const rate = progressRead?.ended_at_ms == null ? null : progressRead.rows_per_second
+    return rate == null ? "—" : rate.toFixed(1)
+  }
 
   const draw = () => {
     const { total, completed, failed } = batch.request_counts
@@ -40,7 +48,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
         ["Settled", h("span", { id: "settled" }, `${done} / ${total}`)],
         ["Completed", String(completed)],
         ["Failed", String(failed)],
-        ["Rows/s", rate.toFixed(1)],
+        ["Rows/s", h("span", { id: "rate" }, rowsPerSecond())],
         [
           "ETA",
           finalStatuses.has(batch.status)
@@ -69,10 +77,15 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
       })
     }
   }
+  const loadProgress = async () => {
+    progressRead = await call<BatchProgress>(key, "GET", `/v1/batches/${batchId}/progress`)
+    draw()
+  }
   const refresh = async () => {
     try {
       batch = await call<Batch>(key, "GET", `/v1/batches/${batchId}`)
       draw()
+      if (finalStatuses.has(batch.status) && progressRead?.ended_at_ms == null) await loadProgress()
     } catch (error) {
       if (!signal.aborted) notice.replaceChildren(h("p", { class: "error" }, String((error as Error).message)))
     }
@@ -174,6 +187,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   }
 
   draw()
+  if (finalStatuses.has(batch.status)) void loadProgress().catch(() => undefined)
   show(
     root,
     h("h1", {}, batchId),

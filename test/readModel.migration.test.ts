@@ -41,7 +41,7 @@ describe("a read model in an older layout", () => {
       expect(tables(db)).toContain("row_chunks")
       expect(db.prepare(`SELECT count(*) FROM results`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(5)
+      expect(db.pragma("user_version", { simple: true })).toBe(6)
       db.prepare(`INSERT INTO offsets VALUES ('batches', 7, 8)`).run()
     })
     // Opened again in the current layout: kept as it is.
@@ -68,13 +68,37 @@ describe("a read model in an older layout", () => {
     opened(path, (db) => {
       expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(5)
+      expect(db.pragma("user_version", { simple: true })).toBe(6)
       const columns = (db.prepare(`PRAGMA table_info(batches)`).all() as Array<{ name: string }>).map((c) => c.name)
       expect(columns).toEqual(expect.arrayContaining(["input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "total_tokens"]))
     })
   })
 
-  it("a version 5 read model from before priorities gains their columns in place, its rows and offsets kept, each read as standard", () => {
+  it("a version 5 read model, whose batches and results hold no times, is emptied too, so that when each row settled is read from the log", () => {
+    const path = join(dir, "v5.sqlite")
+    opened(path, (db) => {
+      db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41)`).run()
+      db.prepare(
+        `INSERT INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, completed, models)
+         VALUES ('batch_1', 'acct', 'key', 3, 'completed', '24h', 1, 1000, 86401, 1, 1, '[]')`,
+      ).run()
+    })
+    const old = new Database(path)
+    old.exec(`ALTER TABLE batches DROP COLUMN started_ms; ALTER TABLE batches DROP COLUMN ended_ms; ALTER TABLE results DROP COLUMN settled_ms`)
+    old.pragma("user_version = 5")
+    old.close()
+
+    opened(path, (db) => {
+      expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
+      expect(resumeOffset(db)).toBe(1)
+      expect(db.pragma("user_version", { simple: true })).toBe(6)
+      const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)
+      expect(columns("batches")).toEqual(expect.arrayContaining(["started_ms", "ended_ms"]))
+      expect(columns("results")).toContain("settled_ms")
+    })
+  })
+
+  it("a read model of this version from before priorities gains their columns in place, its rows and offsets kept, each read as standard", () => {
     const path = join(dir, "before-priorities.sqlite")
     opened(path, (db) => {
       db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('accounts', 40, 41)`).run()

@@ -15,6 +15,7 @@ import {
   UpdateAccountPayload,
 } from "../domain/api/index.js"
 import { BatchEstimate } from "../domain/api/BatchEstimate.js"
+import { BatchProgress } from "../domain/api/BatchProgress.js"
 import { ResponseObject } from "../domain/api/ResponseObject.js"
 import { ServiceTiers } from "../domain/response/validateRequest.js"
 import { WebhookEventName } from "../domain/webhook/events.js"
@@ -164,6 +165,7 @@ export const BatchesGroup = HttpApiGroup.make("batches")
       .addSuccess(ResultWithRequest),
   )
   .add(HttpApiEndpoint.get("resultsJsonl", "/v1/batches/:batch_id/results.jsonl").setPath(BatchPath).addSuccess(ResultLines))
+  .add(HttpApiEndpoint.get("progress", "/v1/batches/:batch_id/progress").setPath(BatchPath).addSuccess(BatchProgress))
   .add(
     HttpApiEndpoint.get("events", "/v1/batches/:batch_id/events")
       .setPath(BatchPath)

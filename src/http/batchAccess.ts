@@ -85,6 +85,6 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
       endpointsOf: (model) => catalog.get(model)?.endpoints ?? [],
     })
 
-    return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable, modelAccess } as const
+    return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable, modelAccess, now } as const
   }),
 }) {}

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { batchReads, toBatchObject } from "../projections/batchReads.js"
+import { progressReads } from "../projections/progressReads.js"
 import { parseResultId, resultReads } from "../projections/resultReads.js"
 import type { Caller } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
@@ -115,6 +116,15 @@ export class BatchQueries extends Effect.Service<BatchQueries>()("Http/BatchQuer
         return batchEventsResponse(eventSources, batchId, after)
       })
 
-    return { retrieve, list, resultsPage, result, resultsJsonl, events } as const
+    const progressOf = progressReads(access.db)
+    /** `GET /v1/batches/{id}/progress`: its settled rows over time, and once final its own rate. */
+    const progress = (caller: Caller, batchId: string) =>
+      Effect.gen(function* () {
+        yield* access.reachable
+        const row = yield* access.owned(caller.account.id, batchId)
+        return progressOf.of(row.id, access.now())!
+      })
+
+    return { retrieve, list, resultsPage, result, resultsJsonl, events, progress } as const
   }),
 }) {}

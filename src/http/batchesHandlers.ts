@@ -31,6 +31,7 @@ export const BatchesLive = HttpApiBuilder.group(SluiceApi, "batches", (handlers)
       .handleRaw("result", ({ path }) =>
         respondJsonText(Effect.flatMap(authenticate, (caller) => queries.result(caller, path.batch_id, path.result_id))),
       )
+      .handleRaw("progress", ({ path }) => respondJson(Effect.flatMap(authenticate, (caller) => queries.progress(caller, path.batch_id))))
       .handleRaw("resultsJsonl", ({ path }) => respondRaw(Effect.flatMap(authenticate, (caller) => queries.resultsJsonl(caller, path.batch_id))))
       .handleRaw("events", ({ path, urlParams }) =>
         respondRaw(Effect.flatMap(authenticate, (caller) => queries.events(caller, path.batch_id, urlParams.last_event_id))),

@@ -39,7 +39,9 @@ CREATE TABLE IF NOT EXISTS batches (
   cached_tokens INTEGER NOT NULL DEFAULT 0,
   output_tokens INTEGER NOT NULL DEFAULT 0,
   reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-  total_tokens INTEGER NOT NULL DEFAULT 0
+  total_tokens INTEGER NOT NULL DEFAULT 0,
+  started_ms INTEGER,
+  ended_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, seq);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
@@ -52,6 +54,7 @@ CREATE TABLE IF NOT EXISTS results (
   attempts INTEGER NOT NULL DEFAULT 0,
   response TEXT,
   error TEXT,
+  settled_ms INTEGER,
   PRIMARY KEY (batch_id, idx)
 );
 CREATE TABLE IF NOT EXISTS row_chunks (
@@ -101,7 +104,9 @@ CREATE TABLE IF NOT EXISTS usage (
 // 3: `row_chunks` names the type of the event holding the bodies (`row_bodies`, or `rows_added` before those).
 // 4: a batch is final only once no row runs (`closing`, `final_written`), and deleted batches leave `tombstones`.
 // 5: batches count their completed rows' tokens (`input_tokens` …), which rows completed earlier in the log fill.
-const SCHEMA_VERSION = 5
+// 6: batches know when their first row started and when they ended (`started_ms`, `ended_ms`), results when their
+//    row settled (`settled_ms`), which earlier events fill.
+const SCHEMA_VERSION = 6
 const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses", "completion_events"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */

@@ -52,7 +52,7 @@ export const batchesProjection = (
       `INSERT OR IGNORE INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, metadata, models, rerun_of, endpoint, input_file_id, priority)
        VALUES (?, ?, ?, ?, 'validating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ? WHERE id = ? AND status = 'validating'`),
+    started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ?, started_ms = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
       `SELECT status, closing, final_written, total, running, completed, failed, cancelled, cost_usd,
          input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens
@@ -79,7 +79,8 @@ export const batchesProjection = (
          failed_at = CASE WHEN final_written = 'failed' THEN @at ELSE failed_at END,
          expired_at = CASE WHEN final_written = 'expired' THEN @at ELSE expired_at END,
          cancelled_at = CASE WHEN final_written = 'cancelled' THEN @at ELSE cancelled_at END,
-         error = CASE WHEN final_written = 'failed' THEN closing_error ELSE error END
+         error = CASE WHEN final_written = 'failed' THEN closing_error ELSE error END,
+         ended_ms = @ms
        WHERE id = @id AND final_written = coalesce(closing, 'completed') AND running = 0 AND ${idle} = 0 AND ${notFinal}`,
     ),
     tombstone: db.prepare(
@@ -119,7 +120,7 @@ export const batchesProjection = (
         id,
       )
       const finishedAt = c.finishedAt
-      if (finishedAt !== undefined) moves(id, () => s.finish.run({ id, at: secs(finishedAt) }))
+      if (finishedAt !== undefined) moves(id, () => s.finish.run({ id, at: secs(finishedAt), ms: finishedAt }))
     }
     held.clear()
   }
@@ -167,7 +168,7 @@ export const batchesProjection = (
   }
   const finalEvent = (id: string, status: FinalStatus, at: number) => {
     s.finalWritten.run({ status, id })
-    moves(id, () => s.finish.run({ id, at: secs(at) }))
+    moves(id, () => s.finish.run({ id, at: secs(at), ms: at }))
   }
   /** Answers whether the event settled the batch's idle rows here, which the results projection then does too. */
   const apply = (event: Exclude<BatchEvent, RowEvent>, seq: number): boolean => {
@@ -200,7 +201,7 @@ export const batchesProjection = (
       case "row_bodies":
         return false
       case "batch_started":
-        moves(event.batch_id, () => s.started.run(secs(event.at), event.batch_id))
+        moves(event.batch_id, () => s.started.run(secs(event.at), event.at, event.batch_id))
         return false
       case "batch_cancelling":
         return closing(event.batch_id, "cancelled", event.at, null)

@@ -34,13 +34,13 @@ export const resultsProjection = (db: Database.Database) => {
       `UPDATE results SET status = 'queued', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
     completed: db.prepare(
-      `UPDATE results SET status = 'completed', response = ?, error = NULL WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+      `UPDATE results SET status = 'completed', response = ?, error = NULL, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
     failed: db.prepare(
-      `UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+      `UPDATE results SET status = 'failed', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
     cancelledRow: db.prepare(
-      `UPDATE results SET status = 'cancelled', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+      `UPDATE results SET status = 'cancelled', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
     cancelIdle: db.prepare(`UPDATE results SET status = 'cancelled', error = NULL WHERE batch_id = ? AND status = 'queued'`),
     failIdle: db.prepare(`UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND status = 'queued'`),
@@ -58,11 +58,11 @@ export const resultsProjection = (db: Database.Database) => {
       case "queued":
         return event.type === "row_retrying" && s.retrying.run(JSON.stringify(event.error), batch_id, row, attempt).changes > 0
       case "completed":
-        return event.type === "row_completed" && s.completed.run(JSON.stringify(event.response), batch_id, row, attempt).changes > 0
+        return event.type === "row_completed" && s.completed.run(JSON.stringify(event.response), event.at, batch_id, row, attempt).changes > 0
       case "failed":
-        return "error" in event && s.failed.run(errorText(event.error), batch_id, row, attempt).changes > 0
+        return "error" in event && s.failed.run(errorText(event.error), event.at, batch_id, row, attempt).changes > 0
       case "cancelled":
-        return s.cancelledRow.run("error" in event ? errorText(event.error) : null, batch_id, row, attempt).changes > 0
+        return s.cancelledRow.run("error" in event ? errorText(event.error) : null, event.at, batch_id, row, attempt).changes > 0
     }
   }
   /** A batch event; `settlesIdle` says whether it settled the batch's idle rows at its place in the log. */

@@ -129,6 +129,7 @@ describe("a wrongly typed field is named in one line on every route", () => {
   const opaque: ReadonlyArray<OpaqueId> = [
     { route: "GET /v1/batches/{batch_id}/results/{result_id}", id: "lots", send: (w) => call("GET", `/v1/batches/${w.batchId}/results/lots`) },
     { route: "GET /v1/batches/{batch_id}/results.jsonl", id: "batch_lots", send: () => call("GET", "/v1/batches/batch_lots/results.jsonl") },
+    { route: "GET /v1/batches/{batch_id}/progress", id: "batch_lots", send: () => call("GET", "/v1/batches/batch_lots/progress") },
     { route: "POST /v1/batches/{batch_id}/cancel", id: "batch_lots", send: () => call("POST", "/v1/batches/batch_lots/cancel") },
     { route: "DELETE /v1/batches/{batch_id}", id: "batch_lots", send: () => call("DELETE", "/v1/batches/batch_lots") },
     { route: "POST /admin/v1/keys/{id}/revoke", id: "key_lots", send: () => admin("POST", "/admin/v1/keys/key_lots/revoke") },
