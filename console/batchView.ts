@@ -1,10 +1,38 @@
 import { type Batch, type BatchProgress, call, finalStatuses, type Page, type ResultLine, streamEvents } from "./api.js"
 import { batchFiles, filesKey } from "./batchFiles.js"
+import { duration, lineChart, type Point } from "./chart.js"
 import { bar, h, show, usd, when } from "./dom.js"
 import { eta, Pace } from "./progress.js"
 import { tokenFacts } from "./usage.js"
 
 const RESULTS_PAGE = 20
+/** How often a running batch's timeline is read again. */
+const TIMELINE_EVERY_MS = 5_000
+
+/** Rows settled over time, cumulative, from the batch's first start: the line climbs to the rows that ran. */
+const timelineChart = (progress: BatchProgress, total: number) => {
+  if (progress.started_at_ms === null) return h("p", { class: "muted" }, "No row has started yet.")
+  const span = progress.ended_at_ms === null ? progress.settled.length * progress.bucket_ms : progress.ended_at_ms - progress.started_at_ms
+  let sum = 0
+  const points: Array<Point> = [[0, 0]]
+  progress.settled.forEach((rows, i) => {
+    sum += rows
+    points.push([Math.min((i + 1) * progress.bucket_ms, span), sum])
+  })
+  const chart = lineChart(
+    {
+      id: "timeline-chart",
+      title: `Rows settled over time: ${sum} of ${total}`,
+      xRange: [0, Math.max(span, 1)],
+      yMax: Math.max(total, 1),
+      xLabels: ["first start", progress.ended_at_ms === null ? `${duration(span)} so far` : duration(span)],
+      yLabel: String(total),
+    },
+    { points, class: "settled", area: true },
+  )
+  chart.setAttribute("data-settled", String(sum))
+  return chart
+}
 const settles = new Set(["row_completed", "row_failed", "row_cancelled"])
 
 interface Filter {
@@ -22,6 +50,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   const notice = h("div", { role: "alert" })
   const files = h("div", { id: "files", class: "facts" })
   let drawnFiles = ""
+  const timeline = h("div", { id: "timeline" })
   const results = h("div", { id: "results" })
   const detail = h("div", { id: "detail" })
   // Counted from the stream, which begins with the batch's history: every row event is in it once.
@@ -79,6 +108,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   }
   const loadProgress = async () => {
     progressRead = await call<BatchProgress>(key, "GET", `/v1/batches/${batchId}/progress`)
+    timeline.replaceChildren(h("h2", {}, "Progress"), timelineChart(progressRead, batch.request_counts.total))
     draw()
   }
   const refresh = async () => {
@@ -187,12 +217,13 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   }
 
   draw()
-  if (finalStatuses.has(batch.status)) void loadProgress().catch(() => undefined)
+  void loadProgress().catch(() => undefined)
   show(
     root,
     h("h1", {}, batchId),
     progress,
     facts,
+    timeline,
     files,
     actions,
     notice,
@@ -203,8 +234,12 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   )
   void loadResults()
   const ticker = setInterval(draw, 1000)
+  const timelineTicker = setInterval(() => {
+    if (!finalStatuses.has(batch.status)) void loadProgress().catch(() => undefined)
+  }, TIMELINE_EVERY_MS)
   signal.addEventListener("abort", () => {
     clearInterval(ticker)
+    clearInterval(timelineTicker)
     clearTimeout(pending)
   })
 

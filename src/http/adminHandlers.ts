@@ -26,5 +26,6 @@ export const AdminModelsLive = HttpApiBuilder.group(SluiceApi, "adminModels", (h
     return handlers
       .handleRaw("leases", () => respondJson(Effect.zipRight(admin, states.leases)))
       .handleRaw("models", () => respondJson(Effect.zipRight(admin, states.models)))
+      .handleRaw("history", () => respondJson(Effect.zipRight(admin, states.history)))
   }),
 )

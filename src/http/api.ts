@@ -453,6 +453,19 @@ export const LeaseState = Schema.Struct({
   revision: Schema.Number.annotations({ description: "The lease's fencing revision: it only grows" }),
 }).annotations({ identifier: "LeaseState" })
 
+const ModelHistoryEntry = Schema.Struct({
+  model: Schema.String,
+  samples: Schema.Array(
+    Schema.Struct({
+      at: Schema.Number.annotations({ description: "Unix ms at the end of the sample's span" }),
+      starts: Schema.NonNegativeInt.annotations({ description: "Rows started in the span, retries included" }),
+      starts_per_second: Schema.Number,
+      slots_in_use: Schema.Number.annotations({ description: "The mean over the span" }),
+      slots_limit: Schema.Number.annotations({ description: "The mean over the span" }),
+    }),
+  ),
+}).annotations({ identifier: "ModelHistory" })
+
 export const AdminModelsGroup = HttpApiGroup.make("adminModels")
   .add(
     HttpApiEndpoint.get("models", "/admin/v1/models").addSuccess(
@@ -460,6 +473,25 @@ export const AdminModelsGroup = HttpApiGroup.make("adminModels")
         identifier: "ModelStateList",
       }),
     ),
+  )
+  .add(
+    HttpApiEndpoint.get("history", "/admin/v1/models/history")
+      .addSuccess(
+        Schema.Struct({
+          object: Schema.Literal("list"),
+          instance: Schema.String,
+          sample_ms: Schema.Number.annotations({ description: "The span of each sample" }),
+          data: Schema.Array(ModelHistoryEntry),
+        }).annotations({ identifier: "ModelHistoryList" }),
+      )
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "Each model's last hour at the answering instance, a sample every 10 s, oldest first: the rows it started (the " +
+            "models whose lease it holds start them), and its slots in use and their limit, looked at every second and averaged. " +
+            "Kept in memory: it starts empty when the instance does",
+        }),
+      ),
   )
   .add(
     HttpApiEndpoint.get("leases", "/admin/v1/leases").addSuccess(

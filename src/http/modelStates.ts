@@ -1,12 +1,14 @@
 import { Effect } from "effect"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { InstanceId } from "../metrics/Metrics.js"
+import { ModelHistory } from "./modelHistory.js"
 
 /** What this instance knows of each model: the leases it sees, and the live state of the models it runs. */
 export class ModelStates extends Effect.Service<ModelStates>()("Http/ModelStates", {
   effect: Effect.gen(function* () {
     const dispatcher = yield* Dispatcher
     const instance = yield* InstanceId
+    const recorded = yield* ModelHistory
 
     const leases = Effect.sync(() => ({
       object: "list" as const,
@@ -44,6 +46,9 @@ export class ModelStates extends Effect.Service<ModelStates>()("Http/ModelStates
       }),
     }))
 
-    return { leases, models } as const
+    const history = Effect.sync(() => ({ object: "list" as const, instance, sample_ms: recorded.sampleMs, data: recorded.read() }))
+
+    return { leases, models, history } as const
   }),
+  dependencies: [ModelHistory.Default],
 }) {}
