@@ -1,4 +1,4 @@
-import { Effect, Schedule } from "effect"
+import { Clock, Effect, Fiber, Schedule } from "effect"
 import { leasePlan } from "../../domain/lease/assignment.js"
 import type { LaneHold } from "./LaneHold.js"
 import type { LeaseRecord, LeaseStoreShape } from "./LeaseStore.js"
@@ -149,9 +149,22 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       Effect.repeat(Schedule.spaced(`${every} millis`)),
     )
 
-    /** Stopping: every lease is handed over (running rows finish first), and this instance leaves the list. */
+    /**
+     * Stopping: every lease is handed over (running rows finish first), and this instance leaves the list.
+     * The rounds have stopped, so the leases are renewed here while their rows drain: a drain longer than
+     * the TTL would otherwise let another instance take the model and run the running rows again.
+     */
     const release = Effect.gen(function* () {
+      const renewing = yield* renewAll.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("lease renewal while stopping failed; trying again", cause)),
+        Effect.repeat(Schedule.spaced(`${every} millis`)),
+        Effect.withClock(Clock.make()),
+        // Stopping runs in a finalizer, which nothing interrupts: the renewals must be, once the leases are handed over.
+        Effect.interruptible,
+        Effect.fork,
+      )
       yield* Effect.forEach([...held.values()], handOver, { discard: true, concurrency: "unbounded" })
+      yield* Fiber.interrupt(renewing)
       yield* store.withdraw(me).pipe(Effect.ignore)
     })
 
