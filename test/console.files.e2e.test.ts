@@ -4,7 +4,7 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
-import { launchChromium } from "./support/browser.js"
+import { launchChromium, signedInConsole } from "./support/browser.js"
 import { chatRow, client } from "./support/client.js"
 import { BOOTSTRAP_KEY, type Sluice, startSluice } from "./support/sluice.js"
 
@@ -51,12 +51,7 @@ describe("the console's page of a batch created from a file, in headless Chromiu
     sim = await startSimulator()
     sluice = await startSluice({ models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 30_000 }] })
     browser = await launchChromium()
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: true })
-    page.on("pageerror", (error) => pageErrors.push(`${page.url()}: ${error.message}`))
-    await page.goto(`${sluice.url}/console/`)
-    await page.fill("input[name=apiKey]", BOOTSTRAP_KEY)
-    await page.click("button[type=submit]")
-    await page.waitForSelector("#batches, .muted")
+    page = await signedInConsole(browser, { baseUrl: sluice.url, apiKey: BOOTSTRAP_KEY, errors: pageErrors, ready: (p) => p.waitForSelector("#batches, .muted"), acceptDownloads: true })
   })
   afterAll(async () => {
     await browser?.close()

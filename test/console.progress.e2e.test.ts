@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { SseDecoder } from "../src/sdk/sseDecoder.js"
-import { launchChromium } from "./support/browser.js"
+import { launchChromium, signedInConsole } from "./support/browser.js"
 import { chatRow, client } from "./support/client.js"
 import { ADMIN_TOKEN, BOOTSTRAP_KEY, type Sluice, startSluice } from "./support/sluice.js"
 
@@ -36,12 +36,7 @@ describe("the console's figures and pictures of a batch, in headless Chromium", 
     sim = await startSimulator({ latencyMs: 40 })
     sluice = await startSluice({ models: [{ id: "glm-5.3-flash", upstream_url: sim.url, batch_concurrency: 2, timeout_ms: 30_000 }] })
     browser = await launchChromium()
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-    page.on("pageerror", (error) => pageErrors.push(`${page.url()}: ${error.message}`))
-    await page.goto(`${sluice.url}/console/`)
-    await page.fill("input[name=apiKey]", BOOTSTRAP_KEY)
-    await page.click("button[type=submit]")
-    await page.waitForSelector("#sign-out")
+    page = await signedInConsole(browser, { baseUrl: sluice.url, apiKey: BOOTSTRAP_KEY, errors: pageErrors, ready: (p) => p.waitForSelector("#sign-out") })
   })
   afterAll(async () => {
     await browser?.close()

@@ -4,7 +4,7 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { simDirective } from "../src/sim/Directives.js"
 import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
-import { launchChromium } from "./support/browser.js"
+import { launchChromium, signedInConsole } from "./support/browser.js"
 import { client } from "./support/client.js"
 import { json, startScriptedServer } from "./support/scriptedServer.js"
 import { BOOTSTRAP_KEY, type Sluice, startSluice } from "./support/sluice.js"
@@ -85,12 +85,7 @@ describe("the console's streams and queued responses in headless Chromium", () =
       ],
     })
     browser = await launchChromium()
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-    page.on("pageerror", (error) => pageErrors.push(`${page.url()}: ${error.message}`))
-    await page.goto(`${sluice.url}/console/`)
-    await page.fill("input[name=apiKey]", BOOTSTRAP_KEY)
-    await page.click("button[type=submit]")
-    await page.waitForFunction('location.hash === "#/batches"')
+    page = await signedInConsole(browser, { baseUrl: sluice.url, apiKey: BOOTSTRAP_KEY, errors: pageErrors, ready: (p) => p.waitForFunction('location.hash === "#/batches"') })
   })
   afterAll(async () => {
     await browser?.close()

@@ -22,6 +22,7 @@ import {
   splitBatches,
   WaitTimeoutError,
 } from "sluice/sdk"
+import { rejection } from "../support/rejection.js"
 
 const MODEL = "glm-5.3-flash"
 /** One row at a time, so that a batch's later rows are still queued while its first runs. */
@@ -92,15 +93,6 @@ const collect = async <T>(items: AsyncIterable<T>): Promise<Array<T>> => {
   const out: Array<T> = []
   for await (const item of items) out.push(item)
   return out
-}
-
-const rejection = async (promise: Promise<unknown>): Promise<Error> => {
-  try {
-    await promise
-  } catch (error) {
-    return error as Error
-  }
-  throw new Error("expected a rejection")
 }
 
 const answerOf = (line: { response: { body: unknown } | null }) =>

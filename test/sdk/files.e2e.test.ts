@@ -8,6 +8,7 @@ import { runToEnd } from "../support/processRun.js"
 import { ADMIN_TOKEN } from "../support/sluice.js"
 import { withSluice } from "../support/withSluice.js"
 import { type Batch, type BatchOutputLine, type FileObject, SluiceAdmin, SluiceApiError, SluiceClient } from "sluice/sdk"
+import { rejection } from "../support/rejection.js"
 
 /*
  * The SDK's calls for OpenAI's file-based flow, from the package as built (dist/lib), against a real
@@ -42,15 +43,6 @@ const collect = async <T>(items: AsyncIterable<T>): Promise<Array<T>> => {
 }
 
 const text = async (chunks: AsyncIterable<Uint8Array>) => Buffer.concat(await collect(chunks)).toString("utf8")
-
-const rejection = async (promise: Promise<unknown>): Promise<Error> => {
-  try {
-    await promise
-  } catch (error) {
-    return error as Error
-  }
-  throw new Error("expected a rejection")
-}
 
 const chat = (customId: string, content: string) => ({
   custom_id: customId,

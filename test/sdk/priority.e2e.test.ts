@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN } from "../support/sluice.js"
 import { withSluice } from "../support/withSluice.js"
 import { SluiceAdmin, SluiceApiError, SluiceClient } from "sluice/sdk"
+import { rejection } from "../support/rejection.js"
 
 /** The SDK's `priority` on every create and the admin's `max_priority`, against a real server over loopback. */
 
@@ -13,15 +14,6 @@ const f = withSluice({
 })
 const requests = (prefix: string) =>
   Array.from({ length: 2 }, (_, i) => ({ custom_id: `${prefix}-${i}`, body: { model: MODEL, messages: [{ role: "user", content: `${prefix} ${i}` }] } }))
-const rejection = async (promise: Promise<unknown>) => {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error("expected a rejection")
-}
-
 let admin: SluiceAdmin
 let client: SluiceClient
 

@@ -4,6 +4,7 @@ import { apiError, json, reset, startScriptedServer } from "../support/scriptedS
 import { backoffDelayMs, defaultRetryPolicy, retryAfterMs } from "../../src/sdk/backoff.js"
 import { Transport } from "../../src/sdk/transport.js"
 import { type Batch, type RetryNotice, SluiceApiError, SluiceClient, SluiceConnectionError } from "sluice/sdk"
+import { rejection } from "../support/rejection.js"
 
 const batch = (id: string): Batch => ({
   id,
@@ -51,15 +52,6 @@ const serve = async (...replies: Parameters<typeof startScriptedServer>[0]) => {
 
 const clientOf = (url: string, options: { maxRetries?: number; fetch?: typeof fetch } = {}) =>
   new SluiceClient({ apiKey: "k", baseUrl: `${url}/v1`, retryBaseDelayMs: 1, ...options })
-
-const rejection = async (promise: Promise<unknown>) => {
-  try {
-    await promise
-  } catch (error) {
-    return error
-  }
-  throw new Error("expected a rejection")
-}
 
 describe("the SDK's retries, against a scripted HTTP server", () => {
   it("a 429 with Retry-After is retried, and the retry's answer is returned", async () => {

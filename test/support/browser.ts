@@ -1,4 +1,4 @@
-import { type Browser, chromium } from "playwright-core"
+import { type Browser, type Page, chromium } from "playwright-core"
 
 /** Debian's Chromium, headless, with nothing that would reach past loopback. */
 export const launchChromium = (): Promise<Browser> =>
@@ -16,3 +16,26 @@ export const launchChromium = (): Promise<Browser> =>
       "--disable-sync",
     ],
   })
+
+/**
+ * A console page at `baseUrl` signed in with `apiKey`, once `ready` says the page after sign-in is up;
+ * script errors on the page are collected in `errors`.
+ */
+export const signedInConsole = async (
+  browser: Browser,
+  options: {
+    readonly baseUrl: string
+    readonly apiKey: string
+    readonly errors: Array<string>
+    readonly ready: (page: Page) => Promise<unknown>
+    readonly acceptDownloads?: boolean
+  },
+): Promise<Page> => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, acceptDownloads: options.acceptDownloads ?? false })
+  page.on("pageerror", (error) => options.errors.push(`${page.url()}: ${error.message}`))
+  await page.goto(`${options.baseUrl}/console/`)
+  await page.fill("input[name=apiKey]", options.apiKey)
+  await page.click("button[type=submit]")
+  await options.ready(page)
+  return page
+}
