@@ -28,10 +28,14 @@ export class Probes extends Effect.Service<Probes>()("Http/Probes", {
 
     const healthy = Effect.sync(() => HttpServerResponse.unsafeJson({ status: "ok", instance }))
 
+    const cannotReach = (why: string) => new LogSilent({ message: `the event log cannot be reached (${why})` })
     const readiness = Effect.suspend(() => {
-      // An embedded log whose write lock another process holds still tells its head.
+      // An embedded log whose write lock another process holds still tells its head. Known away, it is
+      // said at once; thought up, the log is asked afresh: a probe begun before a partition healed may
+      // still time out after this answer, and this newer one's verdict is the one that holds.
       const away = health.unavailable()
-      return away === undefined ? lag.check : Effect.fail(new LogSilent({ message: `the event log cannot be reached (${away})` }))
+      if (away !== undefined) return Effect.fail(cannotReach(away))
+      return Effect.zipRight(Effect.mapError(health.check, (e) => cannotReach(e.message)), lag.check, { concurrent: true })
     }).pipe(
       Effect.map((now) =>
         now.seconds > settings.readyMaxLagSeconds

@@ -34,6 +34,7 @@ import { ModelsLive } from "./modelsHandlers.js"
 import { ModelStates } from "./modelStates.js"
 import { WebhookEndpoints } from "./webhookEndpoints.js"
 import { WebhooksLive } from "./webhooksHandlers.js"
+import { heldUntilServed } from "./heldUntilServed.js"
 import { observed } from "./observe.js"
 import { OperationsLive } from "./operationsHandlers.js"
 import { Probes } from "./probes.js"
@@ -90,7 +91,7 @@ const Interactive = ChatCompletions.Default.pipe(Layer.provide(InteractiveAccoun
 
 export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(BatchesLive.pipe(Layer.provide(BatchServices))),
-  Layer.provide(AdminLive.pipe(Layer.provide(AdminAccounts.Default))),
+  Layer.provide(AdminLive.pipe(Layer.provide(AdminAccounts.Default), Layer.provide(BatchAccess.Default))),
   Layer.provide(AdminModelsLive.pipe(Layer.provide(ModelStates.Default))),
   Layer.provide(WebhooksLive.pipe(Layer.provide(WebhookEndpoints.Default))),
   Layer.provide(ModelsLive.pipe(Layer.provide(ModelList.Default))),
@@ -131,7 +132,7 @@ export const serverLayer = (options: {
   readonly host: string
   readonly corsOrigins?: ReadonlyArray<string>
 }) => {
-  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 })
+  const server = heldUntilServed(createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 }))
   const streamsClosing = Deferred.unsafeMake<void>(FiberId.none)
   // Released before the server's own close, which waits for every open connection with no limit:
   // event streams end and idle keep-alive connections go at once, and a client that never finishes

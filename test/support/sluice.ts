@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { serverEnv } from "../../src/config/serverEnv.js"
 import { freePort, lostPortRace } from "./ports.js"
@@ -53,6 +53,9 @@ export interface TestClockControls {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Longer than a shutdown may take: the running rows' 30 s grace and the open requests' 10 s. */
+const STOP_WITHIN_MS = 90_000
+const POLL_WITHIN_MS = 15_000
 
 const testClockControls = (port: number): TestClockControls => {
   const call = async (method: string, path: string) => {
@@ -124,10 +127,17 @@ const launch = async (options: SluiceOptions, dataDir: string): Promise<Sluice |
   for (;;) {
     if (child.exitCode !== null) throw new Error(`sluice exited during start:\n${output}`)
     try {
-      const response = await fetch(`${url}/openapi.json`)
-      if (response.ok) break
-    } catch {
-      // not listening yet
+      // Its own instance id: a process that took the port meanwhile would answer too, while this one fails
+      // to listen and exits (and the tests would talk to another test's server).
+      const health = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(POLL_WITHIN_MS) })
+      const { instance } = health.ok ? ((await health.json()) as { instance?: string }) : {}
+      if (instance === (env.SLUICE_INSTANCE_ID ?? `${hostname()}-${child.pid}`) && (await fetch(`${url}/openapi.json`)).ok) break
+    } catch (error) {
+      // Not listening yet; a request taken in and never answered is a defect, not a slow start.
+      if ((error as Error).name === "TimeoutError") {
+        child.kill("SIGKILL")
+        throw new Error(`sluice took GET /healthz in during start and did not answer it within ${POLL_WITHIN_MS / 1000} s:\n${output}`)
+      }
     }
     if (Date.now() > deadline) {
       child.kill("SIGKILL")
@@ -142,7 +152,14 @@ const launch = async (options: SluiceOptions, dataDir: string): Promise<Sluice |
     output: () => output,
     stop: async (signal = "SIGTERM") => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-      return exited
+      // Shutdown is bounded (its rows' grace, then its connections'): one that does not end is a defect
+      // to report with what the process said, not a test that hangs until its own timeout.
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), STOP_WITHIN_MS)))
+      const ended = await Promise.race([exited, late]).finally(() => clearTimeout(timer))
+      if (ended !== "late") return ended
+      child.kill("SIGKILL")
+      throw new Error(`sluice (pid ${child.pid}) did not exit within ${STOP_WITHIN_MS / 1000} s of ${signal}; its output ends:\n${output.slice(-6_000)}`)
     },
     signal: (signal) => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
