@@ -1,4 +1,4 @@
-import { type CatalogEntry, MODELS, type Sim, type Sluice, freePort, simUrl, startNats, startSim, startSluice } from "./processes.js"
+import { type CatalogEntry, MODELS, type Sim, type Sluice, freePort, simUrl, startNats, startSim, startSluice, startStub } from "./processes.js"
 import { type SluiceApi, sluiceApi } from "./sluiceApi.js"
 
 /** Every size the scenarios use; `--quick` shrinks them so the whole run is a smoke check. */
@@ -135,10 +135,15 @@ export interface Running {
   /** What it was started with: another instance on the same log takes the same. */
   readonly models: ReadonlyArray<CatalogEntry>
   readonly natsUrl: string | undefined
+  /** Its nats-server's process id, on the NATS log. */
+  readonly natsPid: (() => number) | undefined
 }
 
-/** The Sluice processes several scenarios share: started before the first scenario, stopped after the last that uses them. */
-export type SharedSluice = "main" | "nats"
+/**
+ * The Sluice processes several scenarios share: started before the first scenario, stopped after the last that uses them.
+ * `stub` and `stubNats` serve `bench-stub` alone, on the minimal stub upstream, one on each log.
+ */
+export type SharedSluice = "main" | "nats" | "stub" | "stubNats"
 
 /** Figures one scenario leaves for another measured in the same run. */
 export interface Shared {
@@ -157,6 +162,8 @@ export interface Context {
   readonly progress: (line: string) => void
   /** The simulator process with this latency, started once. */
   readonly sim: (latencyMs: number) => Promise<Sim>
+  /** The minimal stub upstream process (bench/stubUpstream.ts), started once. */
+  readonly stub: () => Promise<Sim>
   /**
    * A shared Sluice, started once. `main`, on the embedded log, serves B1–B5: `bench-fast` on the
    * 0 ms simulator and `bench-slow` on the 50 ms one, `slots` batch slots each. `nats`, on its own
@@ -186,15 +193,26 @@ export const makeContext = (quick: boolean, progress: (line: string) => void, tr
     }
     return started
   }
+  const stubPort = freePort()
+  let stubbed: Promise<Sim> | undefined
+  const stub = () => {
+    if (stubbed === undefined) {
+      progress("starting the stub upstream")
+      stubbed = stubPort.then(startStub)
+    }
+    return stubbed
+  }
   const start = async (which: SharedSluice): Promise<Running> => {
+    const onStub = which === "stub" || which === "stubNats"
     const fast = { id: MODELS.fast, upstream_url: simUrl(await port(0)), batch_concurrency: sizes.slots }
     const slow = { id: MODELS.slow, upstream_url: simUrl(await port(sizes.latencyMs)), batch_concurrency: sizes.slots }
-    const nats = which === "nats" ? await startNats() : undefined
-    progress(`starting Sluice (${which === "nats" ? "NATS" : "embedded"} log)`)
-    const models = nats === undefined ? [fast, slow] : [fast]
+    const onStubModel = { id: MODELS.stub, upstream_url: simUrl(await stubPort), batch_concurrency: sizes.slots }
+    const nats = which === "nats" || which === "stubNats" ? await startNats() : undefined
+    progress(`starting Sluice (${nats === undefined ? "embedded" : "NATS"} log${onStub ? ", stub upstream" : ""})`)
+    const models = onStub ? [onStubModel] : nats === undefined ? [fast, slow] : [fast]
     const [sluice] = await Promise.all([
       startSluice({ models, ...(nats === undefined ? {} : { natsUrl: nats.url }) }),
-      sim(0),
+      ...(onStub ? [stub()] : [sim(0)]),
       ...(which === "main" ? [sim(sizes.latencyMs)] : []),
     ])
     const api = sluiceApi(sluice.url)
@@ -202,6 +220,7 @@ export const makeContext = (quick: boolean, progress: (line: string) => void, tr
       api,
       models,
       natsUrl: nats?.url,
+      natsPid: nats?.pid,
       sluice: {
         ...sluice,
         stop: async () => {
@@ -219,6 +238,7 @@ export const makeContext = (quick: boolean, progress: (line: string) => void, tr
     shared: {},
     progress,
     sim,
+    stub,
     sluice: (which) => {
       let started = running.get(which)
       if (started === undefined) running.set(which, (started = start(which)))

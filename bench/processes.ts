@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { serverEnv } from "../src/config/serverEnv.js"
+import type { PlainDone, PlainRun } from "./plainClientProcess.js"
 import type { ReadersDone, ReadersStart, ReadersWarm } from "./readers.js"
 import { type NatsServer, startNatsServer, stopProcess } from "../test/support/natsServer.js"
 import { freePort } from "../test/support/ports.js"
@@ -88,7 +89,7 @@ export interface Sim extends Started {
 }
 
 /** The models every benchmark simulator serves: catalog ids equal upstream names, so Sluice forwards bodies unchanged. */
-export const MODELS = { fast: "bench-fast", slow: "bench-slow", queued: "bench-queued" } as const
+export const MODELS = { fast: "bench-fast", slow: "bench-slow", queued: "bench-queued", stub: "bench-stub" } as const
 
 export { freePort }
 
@@ -103,6 +104,14 @@ export const startSim = async (latencyMs: number, port: number): Promise<Sim> =>
   const stop = onCleanup(() => stopProcess(started.child))
   await waitUntilOk(`http://127.0.0.1:${port}/health`, started, `simulator (${latencyMs} ms)`)
   return { pid: started.child.pid!, url: simUrl(port), latencyMs, stop }
+}
+
+/** The minimal stub upstream (bench/stubUpstream.ts) as its own process: every chat completion answered at once. */
+export const startStub = async (port: number): Promise<Sim> => {
+  const started = spawnNode(["--import", "tsx", "bench/stubUpstream.ts", "--port", String(port)], { ...process.env })
+  const stop = onCleanup(() => stopProcess(started.child))
+  await waitUntilOk(`http://127.0.0.1:${port}/health`, started, "stub upstream")
+  return { pid: started.child.pid!, url: simUrl(port), latencyMs: 0, stop }
 }
 
 export interface CatalogEntry {
@@ -203,6 +212,7 @@ export const sampleRss = (pid: number, everyMs = 100) => {
 }
 
 export interface Readers {
+  readonly pid: number
   /** Opens every reader's keep-alive socket to this Sluice, unmeasured: before `run`, so no connect lands in a latency. */
   readonly warm: (warm: Omit<ReadersWarm, "type">) => Promise<void>
   /** Starts the warmed readers on a batch; `stop` answers once they have all stopped. */
@@ -225,6 +235,7 @@ export const startReaders = async (): Promise<Readers> => {
     })
   await next()
   return {
+    pid: child.pid!,
     warm: async (warm) => {
       const done = next()
       child.send({ type: "warm", ...warm } satisfies ReadersWarm)
@@ -241,6 +252,40 @@ export const startReaders = async (): Promise<Readers> => {
           return m
         },
       }
+    },
+    close,
+  }
+}
+
+export interface PlainClient {
+  readonly pid: number
+  /** The plain client's calls for `rows` small rows of `model`: wall ms, and its process's CPU ms over them. */
+  readonly run: (run: Omit<PlainRun, "type">) => Promise<PlainDone>
+  readonly close: () => Promise<void>
+}
+
+/** The plain client in its own node process (bench/plainClientProcess.ts), driven over IPC. */
+export const startPlainClient = async (): Promise<PlainClient> => {
+  const child = fork(join(repoRoot, "bench/plainClientProcess.ts"), [], { cwd: repoRoot, execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] })
+  const close = onCleanup(() => stopProcess(child))
+  const next = () =>
+    new Promise<PlainDone | { type: "ready" }>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the plain client's process exited (${code})`))
+      child.once("exit", onExit)
+      child.once("message", (m: PlainDone | { type: "ready" }) => {
+        child.off("exit", onExit)
+        resolve(m)
+      })
+    })
+  await next()
+  return {
+    pid: child.pid!,
+    run: async (run) => {
+      const done = next()
+      child.send({ type: "run", ...run } satisfies PlainRun)
+      const m = await done
+      if (m.type !== "done") throw new Error(`the plain client answered ${m.type}`)
+      return m
     },
     close,
   }

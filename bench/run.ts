@@ -14,6 +14,7 @@ import { cleanupAll, cleanupOnSignals, repoRoot } from "./processes.js"
 import type { Scenario } from "./scenario.js"
 import { b1Create } from "./scenarios/b1Create.js"
 import { b2Throughput } from "./scenarios/b2Throughput.js"
+import { b2sStubUpstream } from "./scenarios/b2sStubUpstream.js"
 import { b3Utilization } from "./scenarios/b3Utilization.js"
 import { b4Fairness } from "./scenarios/b4Fairness.js"
 import { b5Reads } from "./scenarios/b5Reads.js"
@@ -24,12 +25,14 @@ import { b9MetricsCost } from "./scenarios/b9MetricsCost.js"
 import { b10EtaAccuracy } from "./scenarios/b10EtaAccuracy.js"
 import { b11ChainCost } from "./scenarios/b11ChainCost.js"
 import { b12ReadersDuringDispatch } from "./scenarios/b12ReadersDuringDispatch.js"
+import { b12sClosedLoopReaders } from "./scenarios/b12sClosedLoopReaders.js"
 import { b13DeepQueue } from "./scenarios/b13DeepQueue.js"
 import { b14ScaleOut } from "./scenarios/b14ScaleOut.js"
 import { b15FeedLatency } from "./scenarios/b15FeedLatency.js"
 import { b16FlexLatency } from "./scenarios/b16FlexLatency.js"
 import { b17FileBatch } from "./scenarios/b17FileBatch.js"
 import { b18Priorities } from "./scenarios/b18Priorities.js"
+import { b19Transport } from "./scenarios/b19Transport.js"
 import { renderTable } from "./table.js"
 
 const USAGE = `Usage: npm run bench [-- --quick] [-- --only B1,B5]
@@ -43,7 +46,8 @@ Needs nats-server (on PATH or /usr/sbin/nats-server); B8 needs Redis on 127.0.0.
 Writes bench/results/latest.json.`
 
 // The order shares work: B5 reads B1's batch, B1–B5, B9 and B16 share one Sluice, B8 pairs with B2.
-const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b12ReadersDuringDispatch, b16FlexLatency, b15FeedLatency, b17FileBatch, b18Priorities, b11ChainCost, b14ScaleOut, b7Memory, b13DeepQueue, b6Rebuild]
+// B2s and B12s share the two Sluices on the stub upstream (stub, stubNats).
+const ORDER: ReadonlyArray<Scenario> = [b1Create, b5Reads, b3Utilization, b4Fairness, b10EtaAccuracy, b2Throughput, b9MetricsCost, b8BullMq, b2sStubUpstream, b12ReadersDuringDispatch, b12sClosedLoopReaders, b16FlexLatency, b15FeedLatency, b17FileBatch, b18Priorities, b19Transport, b11ChainCost, b14ScaleOut, b7Memory, b13DeepQueue, b6Rebuild]
 
 const { values } = parseArgs({
   options: {
@@ -62,13 +66,13 @@ if (values.help) {
 const selected = (only: string | undefined): ReadonlyArray<Scenario> => {
   if (only === undefined) return ORDER
   const wanted = new Set(only.split(",").map((s) => s.trim().toUpperCase()).filter((s) => s !== ""))
-  const unknown = [...wanted].filter((id) => !ORDER.some((s) => s.id === id))
+  const unknown = [...wanted].filter((id) => !ORDER.some((s) => s.id.toUpperCase() === id))
   if (unknown.length > 0) {
     console.error(`unknown scenario ${unknown.join(", ")}\n\n${USAGE}`)
     process.exit(2)
   }
-  for (const s of ORDER) if (wanted.has(s.id)) for (const r of s.requires ?? []) wanted.add(r)
-  return ORDER.filter((s) => wanted.has(s.id))
+  for (const s of ORDER) if (wanted.has(s.id.toUpperCase())) for (const r of s.requires ?? []) wanted.add(r.toUpperCase())
+  return ORDER.filter((s) => wanted.has(s.id.toUpperCase()))
 }
 
 const started = performance.now()

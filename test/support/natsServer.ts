@@ -9,6 +9,8 @@ export interface NatsServer {
   readonly url: string
   readonly port: number
   readonly storeDir: string
+  /** The running server's process id (another after a restart). */
+  pid(): number
   /** Stops the server and deletes its store. */
   stop(): Promise<void>
   /** Stops and starts the server again on the same port and store (for reconnect tests). */
@@ -116,6 +118,7 @@ export const startNatsServer = async (options: { readonly jetstream?: boolean } 
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
+    pid: () => child.pid!,
     stop: async () => {
       await stopProcess(child)
       rmSync(storeDir, { recursive: true, force: true })
