@@ -37,6 +37,18 @@ export const call = async <T>(token: string | null, method: string, path: string
   return (await response.json()) as T
 }
 
+/** Why unfinished work is not running at full speed (docs/operations.md, waiting_on). */
+export interface WaitingOn {
+  readonly reason: string
+  /** Unix seconds. */
+  readonly since: number
+  readonly detail: string
+  readonly model?: string
+  readonly retry_after_s?: number
+  readonly until?: number
+  readonly next_retry_at?: number
+}
+
 export interface Batch {
   readonly id: string
   readonly status: string
@@ -53,6 +65,8 @@ export interface Batch {
   readonly rows_ahead?: number | null
   readonly estimated_completion_at?: number | null
   readonly usage: BatchUsage
+  /** Absent from a server without it. */
+  readonly waiting_on?: WaitingOn | null
 }
 
 /** OpenAI's File object: an upload, or a batch's output or error file. */
@@ -107,6 +121,7 @@ export interface StreamDetail extends StreamSummary {
   readonly total_items: number
   readonly pending_items: number
   readonly running_items: number
+  readonly waiting_on?: WaitingOn | null
   readonly completed_items: number
   readonly failed_items: number
   readonly cancelled_items: number

@@ -18,7 +18,12 @@ export const batchList = async (root: HTMLElement, key: string, cursors: Readonl
       "tr",
       { class: "clickable", "data-batch": b.id, onclick: () => (location.hash = `#/batches/${b.id}`) },
       h("td", {}, h("a", { href: `#/batches/${b.id}` }, b.id)),
-      h("td", {}, h("span", { class: `status ${b.status}` }, b.status)),
+      h(
+        "td",
+        {},
+        h("span", { class: `status ${b.status}` }, b.status),
+        b.waiting_on == null ? null : h("div", { class: "muted waiting", title: b.waiting_on.detail }, `waiting on ${b.waiting_on.reason}`),
+      ),
       h("td", {}, bar(completed, failed, total), h("span", { class: "muted" }, `${completed + failed} / ${total}`)),
       h("td", {}, usd(b.cost_usd ?? 0)),
       h("td", { class: "tokens" }, tokens(b.usage.total_tokens)),

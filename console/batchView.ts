@@ -4,6 +4,7 @@ import { duration, lineChart, type Point } from "./chart.js"
 import { bar, h, show, usd, when } from "./dom.js"
 import { eta, Pace } from "./progress.js"
 import { tokenFacts } from "./usage.js"
+import { waitingDetail, waitingFact } from "./waiting.js"
 
 const RESULTS_PAGE = 20
 /** How often a running batch's timeline is read again. */
@@ -74,6 +75,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
         // Broken, where the box is too narrow, after a slash rather than inside a word.
         ["Endpoint", h("span", { id: "endpoint" }, batch.endpoint.split(/(?<=\/)/).flatMap((part) => [part, h("wbr")]))],
         ["Priority", h("span", { id: "priority" }, batch.priority)],
+        ["Waiting on", waitingFact(batch.waiting_on)],
         ["Settled", h("span", { id: "settled" }, `${done} / ${total}`)],
         ["Completed", String(completed)],
         ["Failed", String(failed)],
@@ -92,7 +94,7 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
         ["Created", when(batch.created_at)],
       ].map(([label, value]) => h("div", {}, String(label), h("b", {}, value as Node | string))),
     )
-    progress.replaceChildren(bar(completed, failed, total, true))
+    progress.replaceChildren(bar(completed, failed, total, true), waitingDetail(batch.waiting_on))
     const cancellable = batch.status === "validating" || batch.status === "in_progress"
     actions.replaceChildren(
       h("button", { id: "cancel", class: "danger", disabled: !cancellable, onclick: cancel }, "Cancel batch"),
@@ -234,8 +236,11 @@ export const batchView = async (root: HTMLElement, key: string, batchId: string,
   )
   void loadResults()
   const ticker = setInterval(draw, 1000)
+  // A waiting batch has no events to refresh it: its object, with why it waits, is read again with the timeline.
   const timelineTicker = setInterval(() => {
-    if (!finalStatuses.has(batch.status)) void loadProgress().catch(() => undefined)
+    if (finalStatuses.has(batch.status)) return
+    void loadProgress().catch(() => undefined)
+    void refresh()
   }, TIMELINE_EVERY_MS)
   signal.addEventListener("abort", () => {
     clearInterval(ticker)

@@ -1,6 +1,7 @@
 import { call, type ResponseObject } from "./api.js"
 import { h, show, when } from "./dom.js"
 import { tokenFacts } from "./usage.js"
+import { waitingFact } from "./waiting.js"
 
 /** An in_progress response is read again this often: a queued one has no events stream of its own. */
 const REFRESH_MS = 1000
@@ -48,6 +49,7 @@ export const responseView = async (root: HTMLElement, key: string, responseId: s
       fact("Background", "background", response.background ? "yes" : "no"),
       fact("Service tier", "service-tier", response.service_tier),
       ...(response.priority === undefined ? [] : [fact("Priority", "priority", response.priority)]),
+      ...(response.waiting_on === undefined ? [] : [fact("Waiting on", "waiting", waitingFact(response.waiting_on))]),
       ...(streamId === undefined ? [] : [fact("Stream", "stream", h("a", { href: `#/streams/${streamId}` }, streamId))]),
       ...(customId === undefined ? [] : [fact("custom_id", "custom-id", customId)]),
       fact("Tokens", "tokens", response.usage === undefined ? "—" : tokenFacts(response.usage)),

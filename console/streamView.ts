@@ -1,4 +1,5 @@
 import { call, type Page, type ResponseObject, type StreamDetail } from "./api.js"
+import { waitingFact } from "./waiting.js"
 import { bar, h, show, tokens, whenIso } from "./dom.js"
 import { responsesLink } from "./responseList.js"
 import { responseTable } from "./responseTable.js"
@@ -35,6 +36,7 @@ export const streamView = async (root: HTMLElement, key: string, streamId: strin
       fact("Status", "status", h("span", { class: `status ${stream.status}` }, stream.status)),
       fact("Window", "window", stream.window),
       fact("Priority", "priority", stream.priority),
+      fact("Waiting on", "waiting", waitingFact(stream.waiting_on)),
       fact("Items", "total_items", String(stream.total_items)),
       fact("Pending", "pending_items", String(stream.pending_items)),
       fact("Running", "running_items", String(stream.running_items)),

@@ -100,7 +100,9 @@ describe("an account's concurrent-request slots hold over several instances", ()
     const answered = apis.map(() => new Map<number, number>())
     const interactive = apis.flatMap((api, i) =>
       [0, 1].map(async (lane) => {
-        for (let n = 0; !batchesDone; n++) {
+        // A running batch may hold every slot of the account (the seed: "a running batch leaves fewer for
+        // your interactive work"), so an instance's lanes go on until it has served one, batches done or not.
+        for (let n = 0; !batchesDone || !(answered[i]!.get(200) ?? 0); n++) {
           const answer = await api.call("POST", "/v1/chat/completions", {
             model,
             messages: [{ role: "user", content: `interactive ${i}.${lane}.${n}` }],

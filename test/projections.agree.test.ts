@@ -1,15 +1,13 @@
-import { Context, Effect, Exit, HashMap, Layer, Scope } from "effect"
+import { HashMap } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { decide } from "../src/domain/batch/decide.js"
-import type { BatchEvent } from "../src/domain/batch/events.js"
 import { type BatchState, evolve, idleRows, initialState, isFinal } from "../src/domain/batch/state.js"
 import { batchSubject } from "../src/domain/batch/subjects.js"
 import type { LogMessage } from "../src/eventlog/EventLog.js"
 import type { BatchChange } from "../src/projections/batches.js"
 import { makeApplier } from "../src/projections/Projector.js"
-import { ReadModel } from "../src/projections/ReadModel.js"
-import { anyEvent, batchCreated, batchId, commandFor, createdAt, scenario } from "./domain/arbitraries/batchCommands.js"
+import { batchId, createdAt } from "./domain/arbitraries/batchCommands.js"
+import { messyLog, messyScenario, withReadModel } from "./support/messyBatchLog.js"
 
 /*
  * Every reader of the log must make the same batch of it: the decider's state (evolve) and the SQL
@@ -20,50 +18,12 @@ import { anyEvent, batchCreated, batchId, commandFor, createdAt, scenario } from
 
 const encoder = new TextEncoder()
 
-const withReadModel = <A>(use: (db: ReadModel["Type"]) => A): A => {
-  const scope = Effect.runSync(Scope.make())
-  try {
-    const db = Context.get(Effect.runSync(Layer.buildWithScope(ReadModel.layer(":memory:"), scope)), ReadModel)
-    return use(db)
-  } finally {
-    Effect.runSync(Scope.close(scope, Exit.void))
-  }
-}
-
-/** The log the decider writes for a scenario, with extra events slipped in where the picks say. */
-const messyLog = (total: number, steps: Parameters<typeof commandFor>[0][], extra: ReadonlyArray<readonly [number, BatchEvent]>) => {
-  const created = batchCreated(total)
-  let state = evolve(initialState(batchId), created)
-  let at = createdAt
-  const log: Array<BatchEvent> = []
-  for (const step of steps) {
-    at += step.dt
-    const decision = decide(commandFor(step, state, at), state)
-    if (decision._tag === "Right") {
-      log.push(...decision.right)
-      state = decision.right.reduce(evolve, state)
-    }
-  }
-  for (const [pick, event] of extra) log.splice(pick % (log.length + 1), 0, event)
-  const rows = Array.from({ length: total }, (_, i) => ({ custom_id: `r${i}`, model: "glm-5.3-flash", body: {} }))
-  return [{ type: "rows_added", batch_id: batchId, first: 0, rows } as BatchEvent, created, ...log]
-}
-
 const resultStatus = (state: BatchState, row: number): string => {
   const phase = HashMap.get(state.rows, row)
   if (phase._tag === "Some") return phase.value.status
   if (state.closedAs === undefined) return "queued"
   return state.closedAs
 }
-
-/** A decider's scenario, events to slip into its log, and the sizes of the windows it is applied in. */
-const messyScenario = scenario.chain((s) =>
-  fc.tuple(
-    fc.constant(s),
-    fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 30 }),
-    fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
-  ),
-)
 
 describe("readers agree", () => {
   it("the projections and the decider's state make the same batch of any log: status, counts, cost, how it closed, and every row's status and attempt", () => {

@@ -1,4 +1,3 @@
-import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import type { BatchEvent } from "../src/domain/batch/events.js"
 import { batchSubject } from "../src/domain/batch/subjects.js"
@@ -6,6 +5,7 @@ import type { LogMessage } from "../src/eventlog/EventLog.js"
 import { makeApplier } from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
 import { batchCreated, batchId, createdAt } from "./domain/arbitraries/batchCommands.js"
+import { withReadModel } from "./support/messyBatchLog.js"
 
 /*
  * A deleted batch's spending still counts toward its account's day after its history is purged:
@@ -14,15 +14,6 @@ import { batchCreated, batchId, createdAt } from "./domain/arbitraries/batchComm
  */
 const encoder = new TextEncoder()
 const DAY = 86_400_000
-
-const withReadModel = <A>(use: (db: ReadModel["Type"]) => A): A => {
-  const scope = Effect.runSync(Scope.make())
-  try {
-    return use(Context.get(Effect.runSync(Layer.buildWithScope(ReadModel.layer(":memory:"), scope)), ReadModel))
-  } finally {
-    Effect.runSync(Scope.close(scope, Exit.void))
-  }
-}
 
 const messages = (payloads: ReadonlyArray<{ readonly subject: string; readonly payload: object }>): Array<LogMessage> =>
   payloads.map(({ subject, payload }, i) => ({ seq: i + 1, time: createdAt, subject, data: encoder.encode(JSON.stringify(payload)) }))

@@ -1,14 +1,11 @@
-import { Context, Effect, Exit, Layer, Scope } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { FinalBatchStatuses } from "../src/domain/api/BatchStatus.js"
-import { decide } from "../src/domain/batch/decide.js"
 import type { BatchEvent } from "../src/domain/batch/events.js"
-import { evolve, initialState } from "../src/domain/batch/state.js"
-import { batchSubject } from "../src/domain/batch/subjects.js"
 import { makeApplier } from "../src/projections/Projector.js"
 import { ReadModel } from "../src/projections/ReadModel.js"
-import { anyEvent, batchCreated, batchId, commandFor, createdAt, scenario } from "./domain/arbitraries/batchCommands.js"
+import { batchId } from "./domain/arbitraries/batchCommands.js"
+import { asMessages, messyLog, messyScenario, withReadModel } from "./support/messyBatchLog.js"
 
 /*
  * A batch's token totals are the sum of its completed rows' usage, whatever log the projections
@@ -17,17 +14,6 @@ import { anyEvent, batchCreated, batchId, commandFor, createdAt, scenario } from
  * model. After every window the totals equal the usage of the result lines that are completed, and
  * once the batch is final they never move again.
  */
-
-const encoder = new TextEncoder()
-
-const withReadModel = <A>(use: (db: ReadModel["Type"]) => A): A => {
-  const scope = Effect.runSync(Scope.make())
-  try {
-    return use(Context.get(Effect.runSync(Layer.buildWithScope(ReadModel.layer(":memory:"), scope)), ReadModel))
-  } finally {
-    Effect.runSync(Scope.close(scope, Exit.void))
-  }
-}
 
 /** Each completion its own usage, from its row and attempt, with or without the details. */
 const usageOf = (row: number, attempt: number) => {
@@ -44,32 +30,6 @@ const withUsage = (event: BatchEvent): BatchEvent =>
   event.type === "row_completed"
     ? { ...event, response: { ...event.response, body: { object: "chat.completion", usage: usageOf(event.row, event.attempt) } } }
     : event
-
-const messyLog = (total: number, steps: Parameters<typeof commandFor>[0][], extra: ReadonlyArray<readonly [number, BatchEvent]>) => {
-  const created = batchCreated(total)
-  let state = evolve(initialState(batchId), created)
-  let at = createdAt
-  const log: Array<BatchEvent> = []
-  for (const step of steps) {
-    at += step.dt
-    const decision = decide(commandFor(step, state, at), state)
-    if (decision._tag === "Right") {
-      log.push(...decision.right)
-      state = decision.right.reduce(evolve, state)
-    }
-  }
-  for (const [pick, event] of extra) log.splice(pick % (log.length + 1), 0, event)
-  const rows = Array.from({ length: total }, (_, i) => ({ custom_id: `r${i}`, model: "glm-5.3-flash", body: {} }))
-  return [{ type: "rows_added", batch_id: batchId, first: 0, rows } as BatchEvent, created, ...log].map(withUsage)
-}
-
-const messyScenario = scenario.chain((s) =>
-  fc.tuple(
-    fc.constant(s),
-    fc.array(fc.tuple(fc.nat(), anyEvent(s.total)), { maxLength: 30 }),
-    fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 20 }),
-  ),
-)
 
 const TOKENS = `input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens`
 
@@ -96,18 +56,13 @@ describe("a batch's token totals in the read model", () => {
       fc.property(messyScenario, ([s, extra, windows]) =>
         withReadModel((db) => {
           const apply = makeApplier(db)
-          const events = messyLog(s.total, [...s.steps], extra)
+          const events = messyLog(s.total, [...s.steps], extra).map(withUsage)
           const read = db.prepare(`SELECT status, completed, ${TOKENS} FROM batches WHERE id = ?`)
           let frozen: unknown
           let next = 0
           for (let w = 0; next < events.length; w++) {
             const size = windows[w % windows.length]!
-            const window = events.slice(next, next + size).map((event, i) => ({
-              seq: next + i + 1,
-              subject: batchSubject(batchId, event.type),
-              data: encoder.encode(JSON.stringify(event)),
-              time: createdAt,
-            }))
+            const window = asMessages(events.slice(next, next + size), next + 1)
             expect(apply(window)).toEqual([])
             next += size
             const row = read.get(batchId) as ({ status: string; completed: number } & Record<string, number>) | undefined

@@ -41,7 +41,7 @@ describe("a read model in an older layout", () => {
       expect(tables(db)).toContain("row_chunks")
       expect(db.prepare(`SELECT count(*) FROM results`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(6)
+      expect(db.pragma("user_version", { simple: true })).toBe(7)
       db.prepare(`INSERT INTO offsets VALUES ('batches', 7, 8)`).run()
     })
     // Opened again in the current layout: kept as it is.
@@ -68,7 +68,7 @@ describe("a read model in an older layout", () => {
     opened(path, (db) => {
       expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(6)
+      expect(db.pragma("user_version", { simple: true })).toBe(7)
       const columns = (db.prepare(`PRAGMA table_info(batches)`).all() as Array<{ name: string }>).map((c) => c.name)
       expect(columns).toEqual(expect.arrayContaining(["input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "total_tokens"]))
     })
@@ -91,10 +91,36 @@ describe("a read model in an older layout", () => {
     opened(path, (db) => {
       expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(6)
+      expect(db.pragma("user_version", { simple: true })).toBe(7)
       const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)
       expect(columns("batches")).toEqual(expect.arrayContaining(["started_ms", "ended_ms"]))
       expect(columns("results")).toContain("settled_ms")
+    })
+  })
+
+  it("a version 6 read model, whose batches count no sleeping rows and results hold no retry times, is emptied too, so that waiting_on reads them from the log", () => {
+    const path = join(dir, "v6.sqlite")
+    opened(path, (db) => {
+      db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41)`).run()
+      db.prepare(
+        `INSERT INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, completed, models)
+         VALUES ('batch_1', 'acct', 'key', 3, 'in_progress', '24h', 1, 1000, 86401, 2, 1, '[]')`,
+      ).run()
+    })
+    const old = new Database(path)
+    old.exec(
+      `DROP INDEX results_retrying; ALTER TABLE batches DROP COLUMN retrying; ALTER TABLE batches DROP COLUMN moved_ms; ALTER TABLE results DROP COLUMN retry_at`,
+    )
+    old.pragma("user_version = 6")
+    old.close()
+
+    opened(path, (db) => {
+      expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
+      expect(resumeOffset(db)).toBe(1)
+      expect(db.pragma("user_version", { simple: true })).toBe(7)
+      const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)
+      expect(columns("batches")).toEqual(expect.arrayContaining(["retrying", "moved_ms"]))
+      expect(columns("results")).toContain("retry_at")
     })
   })
 

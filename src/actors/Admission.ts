@@ -1,6 +1,7 @@
 import { Clock, Context, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import { batchesToFail } from "../domain/account/batchesToFail.js"
 import { verdict } from "../domain/account/ownerVerdict.js"
+import type { AccountStanding } from "../domain/waiting/waitingOn.js"
 import { nextUtcMidnight } from "../domain/account/utcDay.js"
 import { OwnerReads } from "../projections/ownerReads.js"
 import { Projector } from "../projections/Projector.js"
@@ -35,6 +36,8 @@ export interface AdmissionShape {
    */
   readonly awaitInteractiveRoom: (accountId: string) => Effect.Effect<void>
   readonly releaseInteractive: (accountId: string) => void
+  /** What the account's checks answer for a batch created with `keyId` now, read without acting on it (for waiting_on). */
+  readonly standing: (accountId: string, keyId: string) => AccountStanding
 }
 
 /** Report rounds an interactive request waits for the others to read this instance's requests, at most. */
@@ -126,6 +129,27 @@ const makeLive = Effect.gen(function* () {
     }
   }
 
+  /** The rows of every instance count: a reader runs none of the account's rows itself. */
+  const standing = (accountId: string, keyId: string): AccountStanding => {
+    const now = clock.unsafeCurrentTimeMillis()
+    const account = owners.account(accountId)
+    const inUse = slots.inUse(accountId)
+    const decided = verdict({ account, key: owners.key(accountId, keyId), usedTodayUsd: owners.usedToday(accountId, now), slotsInUse: inUse }, now)
+    const concurrency = account?.concurrency ?? null
+    switch (decided._tag) {
+      case "Run":
+        return concurrency !== null && inUse + sharing.accountElsewhere(accountId) >= concurrency ? { _tag: "Full", concurrency } : { _tag: "Run" }
+      case "Full":
+        return { _tag: "Full", concurrency }
+      case "Pause":
+        return { _tag: "Pause", until: decided.until }
+      case "Wait":
+        return { _tag: "Wait" }
+      case "FailBatch":
+        return { _tag: "FailBatch" }
+    }
+  }
+
   sharing.onReports(() => {
     if (slots.forgetRefused()) notify()
   })
@@ -164,6 +188,7 @@ const makeLive = Effect.gen(function* () {
     releaseInteractive: (accountId) => {
       if (slots.releaseInteractive(accountId)) notify()
     },
+    standing,
   } satisfies AdmissionShape
 })
 
@@ -177,6 +202,7 @@ export class Admission extends Context.Tag("Actors/Admission")<Admission, Admiss
     tryAcquireInteractive: () => true,
     awaitInteractiveRoom: () => Effect.void,
     releaseInteractive: () => undefined,
+    standing: () => ({ _tag: "Run" }),
   })
 
   /**

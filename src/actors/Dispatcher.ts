@@ -11,7 +11,7 @@ import { resultReads } from "../projections/resultReads.js"
 import { BatchWriter } from "./BatchWriter.js"
 import { Admission } from "./Admission.js"
 import type { LaneHold } from "./lease/LaneHold.js"
-import { type HeldLease, type LeaseInfo, makeLeaseKeeper } from "./lease/LeaseKeeper.js"
+import { type HeldLease, type LeaseInfo, type Ownership, makeLeaseKeeper } from "./lease/LeaseKeeper.js"
 import { LeaseStore } from "./lease/LeaseStore.js"
 import { type ModelActor, makeModelActor } from "./ModelActor.js"
 import { ModelLoad } from "./ModelLoad.js"
@@ -32,6 +32,8 @@ export interface DispatcherShape {
   readonly models: () => ReadonlyArray<ModelSnapshot>
   /** The leases of every model, as the lease store last showed them. */
   readonly leases: () => ReadonlyArray<LeaseInfo>
+  /** Whether the model has a live owner, and what that owner last published of why its rows wait. */
+  readonly ownership: (model: string) => Ownership
 }
 
 export class Dispatcher extends Context.Tag("Actors/Dispatcher")<Dispatcher, DispatcherShape>() {}
@@ -170,7 +172,15 @@ export const Live = Layer.scoped(
         for (const batchId of entry.batches) writer.invalidate(batchId)
       })
 
-    const keeper = yield* makeLeaseKeeper({ store, me, models: [...catalog.keys()], runsModels: yield* RunsModels, start, stop })
+    const keeper = yield* makeLeaseKeeper({
+      store,
+      me,
+      models: [...catalog.keys()],
+      runsModels: yield* RunsModels,
+      start,
+      stop,
+      stateOf: (model) => actors.get(model)?.waitState(),
+    })
     loseLease = keeper.lose
 
     const onChange = (change: BatchChange) =>
@@ -290,6 +300,7 @@ export const Live = Layer.scoped(
       actors,
       models,
       leases: keeper.info,
+      ownership: keeper.ownership,
     }
   }),
 )

@@ -13,6 +13,8 @@ export interface LoadSharingShape {
    * last report (the account has a free slot as far as this instance knows): worth waiting for.
    */
   readonly waitsForOthers: (accountId: string, local: number, concurrency: number) => boolean
+  /** The account's requests in flight on the other instances, as their last reports say. */
+  readonly accountElsewhere: (accountId: string) => number
   /** The model's interactive requests in flight on the other instances. */
   readonly interactiveElsewhere: (modelId: string) => number
   /** This instance's requests of the account now / its interactive requests on the model now. */
@@ -29,6 +31,7 @@ export class LoadSharing extends Context.Tag("Actors/LoadSharing")<LoadSharing, 
   static readonly alone = Layer.succeed(LoadSharing, {
     mayTake: (_accountId, local, concurrency) => local < concurrency,
     waitsForOthers: () => false,
+    accountElsewhere: () => 0,
     interactiveElsewhere: () => 0,
     setAccount: () => undefined,
     setInteractive: () => undefined,

@@ -19,6 +19,7 @@ import type { LaneTerms } from "../domain/scheduling/ModelQueue.js"
 import { Priorities, type Priority } from "../domain/scheduling/priority.js"
 import { makeUpstreamCaller } from "./upstreamCall.js"
 import { type MetricsShape, type ModelSnapshot, answerLabel } from "../metrics/Metrics.js"
+import { type ModelSample, type ModelState, nextModelState } from "../domain/waiting/modelState.js"
 
 export interface ModelActor {
   readonly model: ModelEntry
@@ -32,6 +33,8 @@ export interface ModelActor {
   readonly inFlight: () => number
   readonly queued: () => number
   readonly snapshot: () => ModelSnapshot
+  /** The facts its queued rows wait on now, each with when it began: published with the lease (domain/waiting). */
+  readonly waitState: () => ModelState
 }
 
 export interface FirstEnqueue {
@@ -111,7 +114,7 @@ export const makeModelActor = (
         upstream.call(request?.body ?? body, (answer, seconds) => {
           metrics.upstreamAnswered(model.id, answerLabel(answer), seconds)
           // Pushback cuts the slots before this one is given back.
-          load.observe(model, answer._tag === "Response" ? answer.status : undefined)
+          load.observe(model, answer._tag === "Response" ? answer.status : undefined, answer._tag === "Response" ? answer.retryAfterMs : undefined)
           freeSlot()
         }, lane.validThrough(), request?.path),
         (answer): Effect.Effect<Answered> =>
@@ -251,8 +254,24 @@ export const makeModelActor = (
       ),
     )
 
+    let waited: ModelState | undefined
+    const sample = (): ModelSample => {
+      const limit = load.batchSlots(model)
+      const concurrency = load.concurrency(model)
+      const retryAfterMs = load.retryAfterMs(model)
+      return {
+        ...(slots.queued() > 0 && slots.calling() >= limit ? { full: { inUse: slots.inUse(), limit } } : {}),
+        ...(limit < concurrency ? { interactive: { inFlight: load.interactiveEverywhere(model), slots: concurrency - limit } } : {}),
+        ...(load.interactiveInFlight(model) > 0 && slots.queuedOf("background") > 0 ? { backgroundHeld: true } : {}),
+        ...(concurrency < model.batchConcurrency
+          ? { pushback: { concurrency, of: model.batchConcurrency, ...(retryAfterMs === undefined ? {} : { retryAfterS: Math.ceil(retryAfterMs / 1000) }) } }
+          : {}),
+      }
+    }
+
     return {
       model,
+      waitState: () => (waited = nextModelState(waited, sample(), clock.unsafeCurrentTimeMillis())),
       enqueue,
       drop: (batchId: string) => {
         slots.drop(batchId)

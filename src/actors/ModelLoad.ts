@@ -22,8 +22,12 @@ export interface ModelLoadShape {
   readonly concurrency: (model: ModelEntry) => number
   /** The model's interactive requests in flight on this instance. */
   readonly interactiveInFlight: (model: ModelEntry) => number
-  /** The outcome of one batch attempt, so pushback (429/503) can shrink the model's slots. */
-  readonly observe: (model: ModelEntry, status: number | undefined) => void
+  /** The outcome of one batch attempt, so pushback (429/503) can shrink the model's slots; with the Retry-After it sent. */
+  readonly observe: (model: ModelEntry, status: number | undefined, retryAfterMs?: number) => void
+  /** The Retry-After of the model's last 429/503, while its slots are cut back; undefined when it sent none. */
+  readonly retryAfterMs: (model: ModelEntry) => number | undefined
+  /** The model's interactive requests in flight on every instance, as far as this one knows. */
+  readonly interactiveEverywhere: (model: ModelEntry) => number
   /** Calls `listener` whenever a model's batch slots may have grown. */
   readonly onChange: (listener: () => void) => void
   /** Calls `listener` whenever a model's batch slots may have shrunk. */
@@ -42,6 +46,7 @@ interface Lane {
   readonly model: ModelEntry
   interactive: number
   pushback: Pushback
+  retryAfterMs: number | undefined
 }
 
 const METRICS_EVERY_MS = 5_000
@@ -81,7 +86,7 @@ const live = Layer.scopedContext(
     }
     const lane = (model: ModelEntry) => {
       let found = lanes.get(model.id)
-      if (found === undefined) lanes.set(model.id, (found = { model, interactive: 0, pushback: noPushback(model.batchConcurrency) }))
+      if (found === undefined) lanes.set(model.id, (found = { model, interactive: 0, pushback: noPushback(model.batchConcurrency), retryAfterMs: undefined }))
       return found
     }
     const concurrency = (l: Lane) => concurrencyAt(l.pushback, l.model.batchConcurrency, clock.unsafeCurrentTimeMillis())
@@ -104,8 +109,9 @@ const live = Layer.scopedContext(
         }
       }
     })
-    const pushback = (l: Lane) => {
+    const pushback = (l: Lane, retryAfterMs?: number) => {
       l.pushback = onPushback(l.pushback, l.model.batchConcurrency, clock.unsafeCurrentTimeMillis())
+      l.retryAfterMs = retryAfterMs
       notifyFewer()
       if (!recovering) {
         recovering = true
@@ -149,9 +155,14 @@ const live = Layer.scopedContext(
       batchSlots: (model) => slots(lane(model)),
       concurrency: (model) => concurrency(lane(model)),
       interactiveInFlight: (model) => lane(model).interactive,
-      observe: (model, status) => {
-        if (status === 429 || status === 503) pushback(lane(model))
+      observe: (model, status, retryAfterMs) => {
+        if (status === 429 || status === 503) pushback(lane(model), retryAfterMs)
       },
+      retryAfterMs: (model) => {
+        const l = lane(model)
+        return concurrency(l) < model.batchConcurrency ? l.retryAfterMs : undefined
+      },
+      interactiveEverywhere: (model) => lane(model).interactive + sharing.interactiveElsewhere(model.id),
       onChange: (listener) => void listeners.push(listener),
       onFewer: (listener) => void fewerListeners.push(listener),
     }
@@ -187,6 +198,8 @@ export class ModelLoad extends Context.Tag("Actors/ModelLoad")<ModelLoad, ModelL
       concurrency: (model) => model.batchConcurrency,
       interactiveInFlight: () => 0,
       observe: () => undefined,
+      retryAfterMs: () => undefined,
+      interactiveEverywhere: () => 0,
       onChange: () => undefined,
       onFewer: () => undefined,
     }),

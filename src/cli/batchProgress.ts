@@ -25,6 +25,13 @@ const view = (b: Batch): ProgressView => ({
   rowsAhead: b.rows_ahead ?? null,
 })
 
+/** The line `wait` prints when why the batch waits changes: its reason, since when, and the detail; or that it waits no more. */
+export const waitingLine = (b: Batch): string => {
+  const w = b.waiting_on
+  if (w === null || w === undefined) return `${b.id} waiting on nothing`
+  return `${b.id} waiting on ${w.reason} since ${new Date(w.since * 1000).toISOString()}: ${w.detail}`
+}
+
 /**
  * One batch's progress on stderr while it is polled: on a terminal a bar redrawn in place (`end` closes
  * its line), elsewhere a line whenever its counts or status change.
@@ -33,9 +40,16 @@ export const progressReporter = () => {
   const tty = process.stderr.isTTY === true
   let first: Sample | undefined
   let lastKey = ""
+  // Absent from a server without waiting_on: nothing is said then.
+  let lastWaiting: string | undefined = undefined
   const onProgress = (b: Batch) => {
     const latest = { atMs: Date.now(), done: b.request_counts.completed + b.request_counts.failed }
     first ??= latest
+    const waiting = b.waiting_on === undefined ? undefined : (b.waiting_on?.reason ?? "")
+    if (waiting !== undefined && waiting !== lastWaiting && !(lastWaiting === undefined && waiting === "")) {
+      process.stderr.write(`${tty ? "\r\x1b[2K" : ""}${waitingLine(b)}\n`)
+    }
+    lastWaiting = waiting
     if (tty) {
       process.stderr.write(`\r\x1b[2K${progressBar(view(b), first, latest)}`)
       return

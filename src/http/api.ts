@@ -224,6 +224,18 @@ export const AdminGroup = HttpApiGroup.make("admin")
       .setPath(Schema.Struct({ id: Schema.String }))
       .addSuccess(RevokedKey),
   )
+  .add(
+    HttpApiEndpoint.get("batch", "/admin/v1/batches/:batch_id")
+      .setPath(BatchPath)
+      .addSuccess(BatchObject)
+      .annotateContext(
+        OpenApi.annotations({
+          description:
+            "Any account's batch as its owner would read it, with its `waiting_on`: for an operator, also while the account's daily quota " +
+            "is used up (its owner's calls answer 429 then) and while the event log cannot be reached (read from this instance's read model)",
+        }),
+      ),
+  )
   .addError(BadRequest)
   .addError(Unauthorized)
   .addError(NotFound)

@@ -16,6 +16,7 @@ import type { Caller } from "./auth.js"
 import { batchDeleted, batchInferenceUnavailable, batchNotFound, notFound } from "./errors.js"
 import { makeEtas } from "./eta.js"
 import { HttpSettings } from "./settings.js"
+import { Waiting } from "./waiting.js"
 
 const FRESH_READ_WAIT = "2 seconds"
 
@@ -32,6 +33,7 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
     const settings = yield* HttpSettings
     const log = yield* EventLog
     const health = yield* LogHealth
+    const waiting = yield* Waiting
     const logDown = (e: LogUnavailable) => batchInferenceUnavailable(e.message)
     /**
      * While the log is known to be away, every batch endpoint says so, reads included: what they show may
@@ -61,7 +63,7 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
     }
     const etas = makeEtas(db, projector)
     const now = () => Effect.runSync(writer.now)
-    const shown = (row: BatchRow) => toBatchObject(row, etas.ofBatch(row, now()))
+    const shown = (row: BatchRow) => toBatchObject(row, etas.ofBatch(row, now()), waiting.ofBatch(row))
     const current = (batchId: string) => shown(batches.one(batchId)!)
     /** The batch's own read model as of an instant, from its events alone; 404 before it was created. */
     const asOf = <A>(row: { id: string; created_at: number }, seconds: number, read: (scratch: ReadModel["Type"]) => A) =>
@@ -85,6 +87,7 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
       endpointsOf: (model) => catalog.get(model)?.endpoints ?? [],
     })
 
-    return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable, modelAccess, now } as const
+    return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable, modelAccess, now, waiting } as const
   }),
+  dependencies: [Waiting.Default],
 }) {}

@@ -8,6 +8,7 @@ import type { ResponseEcho } from "../domain/response/echo.js"
 import { responseFrom } from "../domain/response/fromCompletion.js"
 import type { QueuedResponse } from "../domain/response/queuedResponse.js"
 import { shownOf } from "../domain/response/standing.js"
+import type { WaitingOn } from "../domain/waiting/waitingOn.js"
 import type { ValidResponseRequest } from "../domain/response/validateRequest.js"
 import { randomUUID } from "node:crypto"
 import { DEFAULT_PRIORITY, type Priority } from "../domain/scheduling/priority.js"
@@ -37,7 +38,7 @@ const itemIds = (responseId: string) => {
 }
 
 /** The Response object of a response run as a one-row batch, from the read model. */
-export const responseObjectOf = (stored: StoredResponse): ResponseObject => {
+export const responseObjectOf = (stored: StoredResponse, waitingOn?: WaitingOn | null): ResponseObject => {
   const context = {
     id: stored.id,
     model: stored.model,
@@ -56,7 +57,10 @@ export const responseObjectOf = (stored: StoredResponse): ResponseObject => {
   })
   const background = stored.background === 1
   // Only a response that waited among priorities shows one: a flex request always runs as standard.
-  const queued = background || stored.stream_id !== null ? { priority: stored.priority ?? DEFAULT_PRIORITY } : {}
+  const queued =
+    background || stored.stream_id !== null
+      ? { priority: stored.priority ?? DEFAULT_PRIORITY, ...(waitingOn === undefined ? {} : { waiting_on: waitingOn }) }
+      : {}
   const noAnswer = responseFrom({ _tag: "NoAnswer", message: "" }, context)
   switch (shown._tag) {
     case "InProgress":
@@ -128,13 +132,15 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
           .pipe(Effect.mapError(access.logDown))
         yield* projector.awaitSeq(seq)
         yield* Effect.forkDaemon(dispatcher.enqueueBatch(id, createdAt))
-        return responseObjectOf(reads.one(id)!)
+        return shown(reads.one(id)!)
       })
+
+    const shown = (stored: StoredResponse) => responseObjectOf(stored, access.waiting.one(stored.id))
 
     const get = (caller: Caller, id: string) =>
       Effect.gen(function* () {
         yield* access.reachable
-        return responseObjectOf(yield* owned(caller, id))
+        return shown(yield* owned(caller, id))
       })
 
     /** Cancels an unfinished response (its call, if running, finishes); a final one is answered unchanged. */
@@ -151,7 +157,7 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
         )
         yield* projector.awaitSeq(written.seq)
         dispatcher.dropBatch(id)
-        return responseObjectOf(yield* owned(caller, id))
+        return shown(yield* owned(caller, id))
       })
 
     /** A cancel no caller asked for (a flex request's client went away): final responses are left as they are. */
@@ -169,7 +175,7 @@ export class QueuedResponses extends Effect.Service<QueuedResponses>()("Http/Que
         let afterSeq: number | undefined
         if (after !== undefined) afterSeq = (yield* owned(caller, after)).seq
         const rows = reads.page(caller.account.id, limit, afterSeq, streamId)
-        const data = rows.slice(0, limit).map(responseObjectOf)
+        const data = rows.slice(0, limit).map(shown)
         return {
           object: "list" as const,
           data,

@@ -11,6 +11,7 @@ import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { type StreamRow, type StreamTombstone, streamReads } from "../projections/streamReads.js"
+import type { WaitingOn } from "../domain/waiting/waitingOn.js"
 import { type Caller, requireAllowedPriority } from "./auth.js"
 import { sentPriority } from "../domain/batch/priorityField.js"
 import { DEFAULT_PRIORITY } from "../domain/scheduling/priority.js"
@@ -36,7 +37,7 @@ export const streamDeleted = (tombstone: StreamTombstone) =>
     "stream_deleted",
   )
 
-const summary = (row: StreamRow) => ({
+const summary = (row: StreamRow, waitingOn: WaitingOn | null) => ({
   id: row.id,
   object: "stream" as const,
   name: row.name,
@@ -45,6 +46,7 @@ const summary = (row: StreamRow) => ({
   created_at: iso(row.created_at)!,
   updated_at: iso(row.updated_at)!,
   priority: row.priority ?? DEFAULT_PRIORITY,
+  waiting_on: waitingOn,
 })
 
 /**
@@ -65,9 +67,10 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
     const detail = (row: StreamRow) => {
       const n = reads.counts(row.id)
       const latest = reads.latestCompletion(row.id)
+      const waitingItem = reads.oldestWaitingItem(row.id)
       const settled = n.completed + n.failed + n.cancelled
       return {
-        ...summary(row),
+        ...summary(row, waitingItem === undefined ? null : access.waiting.one(waitingItem)),
         cancelled_at: iso(row.cancelled_at),
         archived_at: iso(row.archived_at),
         total_items: n.total,
@@ -167,7 +170,8 @@ export class Streams extends Effect.Service<Streams>()("Http/Streams", {
     const list = (caller: Caller) =>
       Effect.gen(function* () {
         yield* access.reachable
-        return { object: "list" as const, items: reads.list(caller.account.id).map(summary) }
+        const waiting = new Map(reads.oldestWaitingItems(caller.account.id).map((item) => [item.item_of, access.waiting.ofBatch(item)]))
+        return { object: "list" as const, items: reads.list(caller.account.id).map((row) => summary(row, waiting.get(row.id) ?? null)) }
       })
 
     const get = (caller: Caller, id: string) =>

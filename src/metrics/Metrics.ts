@@ -57,6 +57,8 @@ export interface MetricsShape {
   readonly watchBatches: (source: () => ReadonlyMap<string, number>) => void
   readonly watchProjectionLag: (source: () => Promise<ProjectionLag | undefined>) => void
   readonly watchLog: (available: () => boolean) => void
+  /** The deployment's unfinished batches by why they wait (src/domain/waiting), counted at each scrape. */
+  readonly watchWaiting: (source: () => ReadonlyMap<string, number>) => void
 }
 
 /** This instance's id: the lease owner it names, shown in `/readyz` and the admin view. */
@@ -251,6 +253,18 @@ export const make = (instance: string): MetricsShape => {
     },
   })
 
+  let waiting: () => ReadonlyMap<string, number> = () => new Map()
+  new Gauge({
+    name: "sluice_batches_waiting",
+    help: "Unfinished batches of the whole deployment by their waiting_on reason (each instance reports the same figure from its read model: aggregate with max, not sum)",
+    labelNames: ["reason"] as const,
+    registers,
+    collect() {
+      this.reset()
+      for (const [reason, n] of waiting()) this.set({ reason }, n)
+    },
+  })
+
   let lag: () => Promise<ProjectionLag | undefined> = async () => undefined
   // A scrape collects every gauge at once: the two lag gauges share the one look at the log's head under way.
   let looking: Promise<ProjectionLag | undefined> | undefined
@@ -322,6 +336,9 @@ export const make = (instance: string): MetricsShape => {
     },
     watchLog: (available) => {
       logAvailable = available
+    },
+    watchWaiting: (source) => {
+      waiting = source
     },
   }
 }

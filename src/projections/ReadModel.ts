@@ -41,7 +41,9 @@ CREATE TABLE IF NOT EXISTS batches (
   reasoning_tokens INTEGER NOT NULL DEFAULT 0,
   total_tokens INTEGER NOT NULL DEFAULT 0,
   started_ms INTEGER,
-  ended_ms INTEGER
+  ended_ms INTEGER,
+  retrying INTEGER NOT NULL DEFAULT 0,
+  moved_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS batches_by_account ON batches (account_id, seq);
 CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
@@ -55,8 +57,10 @@ CREATE TABLE IF NOT EXISTS results (
   response TEXT,
   error TEXT,
   settled_ms INTEGER,
+  retry_at INTEGER,
   PRIMARY KEY (batch_id, idx)
 );
+CREATE INDEX IF NOT EXISTS results_retrying ON results (batch_id, retry_at) WHERE retry_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS row_chunks (
   batch_id TEXT NOT NULL,
   first INTEGER NOT NULL,
@@ -106,7 +110,9 @@ CREATE TABLE IF NOT EXISTS usage (
 // 5: batches count their completed rows' tokens (`input_tokens` …), which rows completed earlier in the log fill.
 // 6: batches know when their first row started and when they ended (`started_ms`, `ended_ms`), results when their
 //    row settled (`settled_ms`), which earlier events fill.
-const SCHEMA_VERSION = 6
+// 7: batches count their rows asleep until a retry (`retrying`) and know when a row last moved (`moved_ms`), results
+//    when a sleeping row's retry is due (`retry_at`): what `waiting_on` is told by.
+const SCHEMA_VERSION = 7
 const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses", "completion_events"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
@@ -150,6 +156,9 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           // 4 MB rather than better-sqlite3's 16: the rows being settled and the pages being read fit in it,
           // and the OS caches the file anyway.
           db.pragma("cache_size = -4000")
+          // An INSERT … SELECT (the completion-events feed's, a row's each) writes its statement journal to a
+          // temporary file by default: 31 µs a row through pwrite, 8 µs in memory (a 20,000-row batch measured apart).
+          db.pragma("temp_store = MEMORY")
           migrate(db)
           db.exec(schema)
           db.exec(webhookTables)

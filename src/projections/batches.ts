@@ -6,6 +6,7 @@ import type { ClosedAs, RowEffect } from "../domain/batch/rowEffect.js"
 import type { FinalStatus } from "../domain/batch/state.js"
 import { addTokens, completionTokens, type TokenTotals } from "../domain/batch/tokenTotals.js"
 import { statusIn } from "./statusSql.js"
+import { batchRowCache } from "./batchRowCache.js"
 
 const secs = (ms: number) => Math.floor(ms / 1000)
 const open = statusIn(OpenBatchStatuses)
@@ -23,6 +24,9 @@ export interface RowTarget extends Types.Mutable<TokenTotals> {
   failed: number
   cancelled: number
   cost_usd: number
+  /** Rows asleep until their retry. */
+  retrying: number
+  moved_ms: number | null
   /** Set when a row event made the batch final: the time it did. */
   finishedAt?: number
 }
@@ -55,16 +59,16 @@ export const batchesProjection = (
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ?, started_ms = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
       `SELECT status, closing, final_written, total, running, completed, failed, cancelled, cost_usd,
-         input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens
+         input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens, retrying, moved_ms
        FROM batches WHERE id = ?`,
     ),
     setCounters: db.prepare(
       `UPDATE batches SET running = ?, completed = ?, failed = ?, cancelled = ?, cost_usd = ?,
-         input_tokens = ?, cached_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens = ?
+         input_tokens = ?, cached_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens = ?, retrying = ?, moved_ms = ?
        WHERE id = ?`,
     ),
     close: db.prepare(
-      `UPDATE batches SET closing = @as, closing_error = @error,
+      `UPDATE batches SET closing = @as, closing_error = @error, retrying = 0,
          status = CASE WHEN @as = 'cancelled' THEN 'cancelling' ELSE status END,
          cancelling_at = CASE WHEN @as = 'cancelled' THEN @at ELSE cancelling_at END,
          failed = failed + CASE WHEN @as = 'cancelled' THEN 0 ELSE ${idle} END,
@@ -94,9 +98,12 @@ export const batchesProjection = (
     ),
     status: db.prepare(`SELECT status FROM batches WHERE id = ?`),
   }
+  // Every statement below that writes a batch's row forgets what readers were given of it.
+  const cache = batchRowCache(db)
   const statusOf = (id: string) => (s.status.get(id) as { status: string } | undefined)?.status
   /** A lifecycle statement, the status it moved the batch from and to told to `statuses`, when it moved it. */
   const moves = <A>(id: string, run: () => A): A => {
+    cache.forget(id)
     if (statuses === undefined) return run()
     const from = statusOf(id)
     const result = run()
@@ -114,9 +121,10 @@ export const batchesProjection = (
   const flush = () => {
     for (const [id, c] of held) {
       if (c === undefined) continue
+      cache.forget(id)
       s.setCounters.run(
         c.running, c.completed, c.failed, c.cancelled, c.cost_usd,
-        c.input_tokens, c.cached_tokens, c.output_tokens, c.reasoning_tokens, c.total_tokens,
+        c.input_tokens, c.cached_tokens, c.output_tokens, c.reasoning_tokens, c.total_tokens, c.retrying, c.moved_ms,
         id,
       )
       const finishedAt = c.finishedAt
@@ -126,12 +134,18 @@ export const batchesProjection = (
   }
   /** A row event's effect (see rowEffect), once the row's own projection has taken it. */
   const applyRow = (event: RowEvent, c: RowTarget, effect: RowEffect) => {
+    c.moved_ms = Math.max(c.moved_ms ?? 0, event.at)
     if (effect === "running") {
       c.running += 1
+      // A later attempt starts a row that slept until its retry (the results projection took it from there).
+      if (event.attempt > 1) c.retrying = Math.max(0, c.retrying - 1)
       return
     }
     c.running -= 1
-    if (effect === "queued") return
+    if (effect === "queued") {
+      c.retrying += 1
+      return
+    }
     if (effect === "completed") c.completed += 1
     else if (effect === "failed") c.failed += 1
     else c.cancelled += 1
@@ -167,6 +181,7 @@ export const batchesProjection = (
     closedNow.clear()
   }
   const finalEvent = (id: string, status: FinalStatus, at: number) => {
+    cache.forget(id)
     s.finalWritten.run({ status, id })
     moves(id, () => s.finish.run({ id, at: secs(at), ms: at }))
   }

@@ -6,6 +6,7 @@ import type { EventLogShape, LogUnavailable } from "../eventlog/EventLog.js"
 import { eventsOnly } from "../domain/batch/subjects.js"
 import { makeApplier } from "./Projector.js"
 import { ReadModel } from "./ReadModel.js"
+import { batchRowCache } from "./batchRowCache.js"
 
 export const DEFAULT_WINDOW = 16_000
 
@@ -160,6 +161,7 @@ export const rebuildInPlace = (db: Database.Database, log: EventLogShape): Effec
             db.exec(`DELETE FROM main.${quoted(table)}`)
             db.exec(`INSERT INTO main.${quoted(table)} (${columns}) SELECT ${columns} FROM rebuilt.${quoted(table)}`)
           }
+          batchRowCache(db).forgetAll()
         })()
       } finally {
         db.exec(`DETACH DATABASE rebuilt`)

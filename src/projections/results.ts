@@ -30,8 +30,12 @@ export const resultsProjection = (db: Database.Database) => {
     started: db.prepare(
       `UPDATE results SET status = 'running', attempts = ? WHERE batch_id = ? AND idx = ? AND status = 'queued' AND attempts < ?`,
     ),
+    // Only a retry's start has a retry time to clear: a first start leaves the index alone.
+    retryStarted: db.prepare(
+      `UPDATE results SET status = 'running', attempts = ?, retry_at = NULL WHERE batch_id = ? AND idx = ? AND status = 'queued' AND attempts < ?`,
+    ),
     retrying: db.prepare(
-      `UPDATE results SET status = 'queued', error = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+      `UPDATE results SET status = 'queued', error = ?, retry_at = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
     completed: db.prepare(
       `UPDATE results SET status = 'completed', response = ?, error = NULL, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
@@ -42,9 +46,9 @@ export const resultsProjection = (db: Database.Database) => {
     cancelledRow: db.prepare(
       `UPDATE results SET status = 'cancelled', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
-    cancelIdle: db.prepare(`UPDATE results SET status = 'cancelled', error = NULL WHERE batch_id = ? AND status = 'queued'`),
-    failIdle: db.prepare(`UPDATE results SET status = 'failed', error = ? WHERE batch_id = ? AND status = 'queued'`),
-    expireIdle: db.prepare(`UPDATE results SET status = 'expired', error = ? WHERE batch_id = ? AND status = 'queued'`),
+    cancelIdle: db.prepare(`UPDATE results SET status = 'cancelled', error = NULL, retry_at = NULL WHERE batch_id = ? AND status = 'queued'`),
+    failIdle: db.prepare(`UPDATE results SET status = 'failed', error = ?, retry_at = NULL WHERE batch_id = ? AND status = 'queued'`),
+    expireIdle: db.prepare(`UPDATE results SET status = 'expired', error = ?, retry_at = NULL WHERE batch_id = ? AND status = 'queued'`),
     deleteResults: db.prepare(`DELETE FROM results WHERE batch_id = ?`),
     deleteChunks: db.prepare(`DELETE FROM row_chunks WHERE batch_id = ?`),
   }
@@ -54,9 +58,9 @@ export const resultsProjection = (db: Database.Database) => {
     const { batch_id, row, attempt } = event
     switch (effect) {
       case "running":
-        return s.started.run(attempt, batch_id, row, attempt).changes > 0
+        return (attempt > 1 ? s.retryStarted : s.started).run(attempt, batch_id, row, attempt).changes > 0
       case "queued":
-        return event.type === "row_retrying" && s.retrying.run(JSON.stringify(event.error), batch_id, row, attempt).changes > 0
+        return event.type === "row_retrying" && s.retrying.run(JSON.stringify(event.error), event.retry_at, batch_id, row, attempt).changes > 0
       case "completed":
         return event.type === "row_completed" && s.completed.run(JSON.stringify(event.response), event.at, batch_id, row, attempt).changes > 0
       case "failed":

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3"
 import type { Priority } from "../domain/scheduling/priority.js"
+import type { BatchRow } from "./batchReads.js"
 
 export interface StreamRow {
   readonly id: string
@@ -44,6 +45,14 @@ export interface StreamCounts {
  * A stream's items by the status each reads (standing.ts): its row's status in the results (expired
  * counts as failed), except that an item cancelled while its call ran reads, and counts, as cancelled.
  */
+/** A stream's oldest item waiting to start: its one-row batch, and the stream it is of. */
+export interface WaitingItem extends BatchRow {
+  readonly item_of: string
+}
+
+const waitingItemsOf = `FROM responses r JOIN batches b ON b.id = r.id JOIN results x ON x.batch_id = r.id AND x.idx = 0
+  WHERE b.status IN ('validating', 'in_progress') AND b.closing IS NULL AND x.status = 'queued'`
+
 const countsSql = `SELECT count(*) AS total,
   coalesce(sum(x.status = 'queued'), 0) AS pending,
   coalesce(sum(x.status = 'running'), 0) AS running,
@@ -73,6 +82,16 @@ export const streamReads = (db: Database.Database) => {
          WHERE r.stream_id = ? AND b.status IN ('validating', 'in_progress') AND b.closing IS NULL AND x.status = 'queued'`,
       )
       .pluck(),
+    oldestWaiting: db.prepare<[string], string>(`SELECT r.id ${waitingItemsOf} AND r.stream_id = ? ORDER BY r.seq LIMIT 1`).pluck(),
+    // From the unfinished batches (the CROSS JOINs keep SQLite to that order), not from every item the
+    // account's streams ever had; SQLite takes the other columns from the row of the group's min(r.seq).
+    oldestWaitingOfAccount: db.prepare<[string], WaitingItem>(
+      `SELECT b.*, r.stream_id AS item_of, min(r.seq) AS item_seq
+       FROM batches b CROSS JOIN responses r ON r.id = b.id CROSS JOIN results x ON x.batch_id = b.id AND x.idx = 0
+       WHERE b.status IN ('validating', 'in_progress') AND b.closing IS NULL AND x.status = 'queued'
+         AND r.account_id = ? AND r.stream_id IS NOT NULL
+       GROUP BY r.stream_id`,
+    ),
     closedWithItems: db
       .prepare<[], string>(
         `SELECT DISTINCT s.id FROM streams s JOIN responses r ON r.stream_id = s.id JOIN batches b ON b.id = r.id
@@ -101,6 +120,10 @@ export const streamReads = (db: Database.Database) => {
     latestCompletion: (id: string) => s.latest.get(id),
     /** The items waiting to start: what cancelling the stream cancels (the running ones finish as they end). */
     unfinishedItems: (id: string) => s.unfinishedItems.all(id),
+    /** The stream's oldest item waiting to start (queued, or asleep until its retry), if any. */
+    oldestWaitingItem: (id: string): string | undefined => s.oldestWaiting.get(id),
+    /** The oldest item waiting to start of each of the account's streams that has one, in one query. */
+    oldestWaitingItems: (accountId: string) => s.oldestWaitingOfAccount.all(accountId),
     /** Cancelled or archived streams that still have items to cancel (a cancel cut short by a crash). */
     closedWithItems: () => s.closedWithItems.all(),
   }

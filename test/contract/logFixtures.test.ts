@@ -80,7 +80,12 @@ const usageOfResults = (pages: Results) => {
  * Fields the batch object gained after a set was written are not in its expected read model, which
  * may not be rewritten: each is checked by its own rule against the same replay's results instead.
  */
-const laterBatchFields: Record<string, (results: Results) => unknown> = { usage: usageOfResults, priority: () => "standard" }
+const laterBatchFields: Record<string, (results: Results) => unknown> = {
+  usage: usageOfResults,
+  priority: () => "standard",
+  // Read outside the read model (its actors' facts): a snapshot's batch object has none.
+  waiting_on: () => null,
+}
 
 /** Columns rows of the read model gained after a set was written: nothing in an older log fills them, so they replay null. */
 const laterRowFields = { accounts: ["max_priority"], streams: ["priority"] } as const

@@ -48,6 +48,7 @@ const seedBatch = {
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: 0,
   },
+  waiting_on: null,
 }
 
 const seedResults = {

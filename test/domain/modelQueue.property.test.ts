@@ -2,6 +2,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { type LaneTerms, ModelQueue, type Taken } from "../../src/domain/scheduling/ModelQueue.js"
 import type { Priority } from "../../src/domain/scheduling/priority.js"
+import { START_CUTOFF_MS } from "../../src/domain/scheduling/deadlines.js"
 import { HIGH_STARTS, SHARE_CYCLE } from "../../src/domain/scheduling/shares.js"
 
 const NO_DEADLINE = Number.POSITIVE_INFINITY
@@ -194,6 +195,26 @@ describe("ModelQueue: deadlines", () => {
         fc.pre(!edfExpires(lanes, slots, seconds * 1000))
         expect([...runModel(lanes, slots, seconds * 1000).expired]).toEqual([])
       }),
+    )
+  })
+
+  it("no row starts within START_CUTOFF_MS of its start-by time, and every other row still starts", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ account: fc.nat({ max: 3 }), priority: fc.constantFrom<Priority>("high", "standard", "background"), rows: fc.integer({ min: 1, max: 5 }), startBy: fc.integer({ min: 0, max: 3_000 }) }), { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 0, max: 3_000 }),
+        (lanes, now) => {
+          const queue = new ModelQueue()
+          pushAll(queue, lanes)
+          const context = { now, ratePerMs: () => 0.001, backgroundMayRun: true }
+          const taken = new Map<string, number>()
+          for (let t = queue.take(always, context); t !== undefined; t = queue.take(always, context)) taken.set(t.batchId, (taken.get(t.batchId) ?? 0) + 1)
+          lanes.forEach((lane, i) => {
+            const late = lane.startBy - now <= START_CUTOFF_MS
+            expect(taken.get(`batch${i}`) ?? 0, `start-by ${lane.startBy}, now ${now}`).toBe(late ? 0 : lane.rows)
+          })
+        },
+      ),
     )
   })
 

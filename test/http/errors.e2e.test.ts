@@ -249,6 +249,7 @@ describe("the seed's Errors table", () => {
         "PATCH /admin/v1/accounts/{id}",
         "POST /admin/v1/accounts/{id}/keys",
         "POST /admin/v1/keys/{id}/revoke",
+        "GET /admin/v1/batches/{batch_id}",
         "GET /admin/v1/models/history",
         "POST /v1/chat/completions",
         "POST /v1/responses",

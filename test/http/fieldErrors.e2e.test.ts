@@ -132,6 +132,7 @@ describe("a wrongly typed field is named in one line on every route", () => {
     { route: "GET /v1/batches/{batch_id}/progress", id: "batch_lots", send: () => call("GET", "/v1/batches/batch_lots/progress") },
     { route: "POST /v1/batches/{batch_id}/cancel", id: "batch_lots", send: () => call("POST", "/v1/batches/batch_lots/cancel") },
     { route: "DELETE /v1/batches/{batch_id}", id: "batch_lots", send: () => call("DELETE", "/v1/batches/batch_lots") },
+    { route: "GET /admin/v1/batches/{batch_id}", id: "batch_lots", send: () => admin("GET", "/admin/v1/batches/batch_lots") },
     { route: "POST /admin/v1/keys/{id}/revoke", id: "key_lots", send: () => admin("POST", "/admin/v1/keys/key_lots/revoke") },
     { route: "GET /admin/v1/accounts/{id}/webhooks", id: "acct-lots", send: () => admin("GET", "/admin/v1/accounts/acct-lots/webhooks") },
     { route: "DELETE /admin/v1/webhooks/{id}", id: "wh_lots", send: () => admin("DELETE", "/admin/v1/webhooks/wh_lots") },

@@ -31,7 +31,7 @@ const batchObjectKeys = [
   "error_file_id", "created_at", "in_progress_at", "expires_at", "finalizing_at", "completed_at", "failed_at",
   "expired_at", "cancelling_at", "cancelled_at", "request_counts", "metadata", "cost_usd", "error",
   // Sluice's additions, after the seed's fields.
-  "rerun_of", "priority", "rows_ahead", "estimated_completion_at", "usage",
+  "rerun_of", "priority", "rows_ahead", "estimated_completion_at", "usage", "waiting_on",
 ]
 
 describe.each(["embedded", "nats"] as const)("the seed's examples on the %s event log, default catalog", (backend) => {
@@ -53,7 +53,7 @@ describe.each(["embedded", "nats"] as const)("the seed's examples on the %s even
   it("creates the seed's batch as validating, runs it to completed and lists both chat completions", async () => {
     const api = client(sluice.url)
     const created = await api.call("POST", "/v1/batches", seedCreate)
-    expect(created.status).toBe(200)
+    expect(created.status, created.text).toBe(200)
     expect(Object.keys(created.body)).toEqual(batchObjectKeys)
     expect(created.body).toMatchObject({
       object: "batch",
@@ -114,7 +114,7 @@ describe.each(["embedded", "nats"] as const)("the seed's examples on the %s even
     const api = client(sluice.url)
     const before = (await api.call("GET", "/v1/batches?limit=100")).body.data
     const results = await Promise.all(before.map((b: any) => api.allResults(b.id)))
-    expect(await sluice.stop("SIGTERM")).toBe(0)
+    expect(await sluice.stop("SIGTERM"), sluice.output()).toBe(0)
     sluice = await start(sluice.dataDir)
     const again = client(sluice.url)
     expect((await again.call("GET", "/v1/batches?limit=100")).body.data).toEqual(before)

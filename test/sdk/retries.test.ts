@@ -34,6 +34,7 @@ const batch = (id: string): Batch => ({
   rows_ahead: 0,
   estimated_completion_at: null,
   usage: { input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens: 0, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 0 },
+  waiting_on: null,
 })
 
 const oneRow = { requests: [{ custom_id: "a", body: { model: "m", messages: [{ role: "user", content: "hi" }] } }] }

@@ -75,7 +75,8 @@ export const startInProcessSluice = async (options: {
     const exit = fiber.unsafePoll()
     if (exit !== null) throw new Error(`sluice stopped during start: ${String(Exit.isFailure(exit) ? exit.cause : exit)}`)
     try {
-      if ((await fetch(`${url}/openapi.json`)).ok) break
+      // Still running once it answers: a server that took the port first would answer while this one's listen failed.
+      if ((await fetch(`${url}/openapi.json`)).ok && fiber.unsafePoll() === null) break
     } catch {
       // not listening yet
     }

@@ -6,6 +6,8 @@ export interface RecordingUpstream {
   readonly url: string
   /** How many chat-completion requests whose last user message was `text` reached the upstream. */
   calls(text: string): number
+  /** Every chat completion that reached the upstream, in the order it arrived, by its last user message and wall-clock time (ms). */
+  arrivals(): ReadonlyArray<{ readonly text: string; readonly at: number }>
   /**
    * The most chat completions open at once, each from its arrival until it is answered or its client has
    * gone: a request of a process that crashed ends with it, though the model server may finish it.
@@ -38,6 +40,7 @@ const lastUserText = (body: Buffer): string | undefined => {
  */
 export const startRecordingUpstream = async (target: string): Promise<RecordingUpstream> => {
   const calls = new Map<string, number>()
+  const arrived: Array<{ readonly text: string; readonly at: number }> = []
   let inFlight = 0
   let mostInFlight = 0
   const server = createServer((req, res) => {
@@ -47,7 +50,10 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
       const body = Buffer.concat(chunks)
       if (req.method === "POST" && req.url?.startsWith("/v1/chat/completions")) {
         const text = lastUserText(body)
-        if (text !== undefined) calls.set(text, (calls.get(text) ?? 0) + 1)
+        if (text !== undefined) {
+          calls.set(text, (calls.get(text) ?? 0) + 1)
+          arrived.push({ text, at: Date.now() })
+        }
         mostInFlight = Math.max(mostInFlight, ++inFlight)
         res.once("close", () => inFlight--)
       }
@@ -66,6 +72,7 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     calls: (text) => calls.get(text) ?? 0,
+    arrivals: () => arrived,
     maxInFlight: () => mostInFlight,
     close: () =>
       new Promise<void>((resolve) => {

@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import Database from "better-sqlite3"
 import { join } from "node:path"
+import { laneSubject } from "../../src/domain/batch/subjects.js"
 
 export interface StoredEvent {
   readonly seq: number
@@ -76,23 +77,54 @@ const aggregateOf = (subject: string): string | undefined => {
   return (root === "batch" || root === "response") && id !== undefined ? id : undefined
 }
 
-const byAggregate = (messages: Iterable<{ seq: number; subject: string; data: Uint8Array }>) => {
+/** A model's owner's lane window on a batch or response: the first one of an owner is its claim, after which the owner's actor queues the rows. */
+export interface StoredLane {
+  readonly model: string
+  readonly owner: string
+}
+
+export interface StoredLog {
+  /** Each batch's and response's events, by id. */
+  readonly events: Map<string, Array<StoredEvent>>
+  /** Each one's lane windows, by id: which models' owners have claimed it. */
+  readonly lanes: Map<string, Array<StoredLane>>
+}
+
+const laneOf = (data: Uint8Array): StoredLane | undefined => {
+  try {
+    const payload = JSON.parse(Buffer.from(data).toString("utf8")) as { model?: unknown; owner?: unknown }
+    return typeof payload.model === "string" && typeof payload.owner === "string" ? { model: payload.model, owner: payload.owner } : undefined
+  } catch {
+    // A part of a chunked window: the window's first part names it too.
+    return undefined
+  }
+}
+
+const byAggregate = (messages: Iterable<{ seq: number; subject: string; data: Uint8Array }>): StoredLog => {
   const events = new Map<string, Array<StoredEvent>>()
+  const lanes = new Map<string, Array<StoredLane>>()
   for (const m of messages) {
     const id = aggregateOf(m.subject)
     if (id === undefined) continue
     let list = events.get(id)
     if (list === undefined) events.set(id, (list = []))
     list.push(...decode(m.seq, m.subject, m.data))
+    if (m.subject.split(".", 4)[2] !== "lane") continue
+    const lane = laneOf(m.data)
+    if (lane !== undefined) lanes.set(id, [...(lanes.get(id) ?? []), lane])
   }
-  return events
+  return { events, lanes }
 }
 
 /**
  * Every batch's and response's history at once, by id: one read of the whole log, for tests that look
  * at many of them after every step.
  */
-export const storedEventsByAggregate = async (where: { dataDir: string; natsUrl?: string | undefined }): Promise<Map<string, Array<StoredEvent>>> => {
+export const storedEventsByAggregate = async (where: { dataDir: string; natsUrl?: string | undefined }): Promise<Map<string, Array<StoredEvent>>> =>
+  (await storedLogByAggregate(where)).events
+
+/** The same read, with the lane windows that show which models' owners have claimed each batch and response. */
+export const storedLogByAggregate = async (where: { dataDir: string; natsUrl?: string | undefined }): Promise<StoredLog> => {
   if (where.natsUrl === undefined) {
     const db = new Database(join(where.dataDir, "log.sqlite"), { readonly: true })
     try {
@@ -116,6 +148,30 @@ export const storedEventsByAggregate = async (where: { dataDir: string; natsUrl?
       }
     }
     return byAggregate(messages)
+  } finally {
+    await nc.close()
+  }
+}
+
+/**
+ * The owner of the latest lane window on one model's lane of a batch or response, if the log holds one:
+ * one cheap read, for a test that waits for a model's owner to claim the batch.
+ */
+export const storedLaneOwner = async (where: { dataDir: string; natsUrl?: string | undefined }, id: string, model: string): Promise<string | undefined> => {
+  const subject = laneSubject(id, model)
+  if (where.natsUrl === undefined) {
+    const db = new Database(join(where.dataDir, "log.sqlite"), { readonly: true })
+    try {
+      const row = db.prepare("SELECT data FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1").get(subject) as { data: Buffer } | undefined
+      return row === undefined ? undefined : laneOf(row.data)?.owner
+    } finally {
+      db.close()
+    }
+  }
+  const nc = await connect({ servers: where.natsUrl.split(","), timeout: 5_000 })
+  try {
+    const found = await (await jetstreamManager(nc)).streams.getMessage("SLUICE", { last_by_subj: subject }).catch(() => null)
+    return found === null || found === undefined ? undefined : laneOf(found.data)?.owner
   } finally {
     await nc.close()
   }

@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto"
 import {
   type LoadReport,
   type SlotSharing,
+  elsewhere,
   initialSharing,
   interactiveElsewhere,
   lapse,
@@ -206,6 +207,7 @@ const make = (url: string, instanceId: string, replicas: number) =>
     return {
       mayTake: (accountId, local, concurrency) => mayTake(state, accountId, local, concurrency, now(), LOAD_TTL_MS),
       waitsForOthers: (accountId, local, concurrency) => waitsForOthers(state, accountId, local, concurrency, now(), LOAD_TTL_MS),
+      accountElsewhere: (accountId) => elsewhere(state, accountId),
       interactiveElsewhere: (modelId) => interactiveElsewhere(state, modelId),
       setAccount: (accountId, n) => set(accounts, accountId, n),
       setInteractive: (modelId, n) => set(interactive, modelId, n),

@@ -1,5 +1,6 @@
 import { Clock, Effect, Fiber, Schedule } from "effect"
 import { leasePlan } from "../../domain/lease/assignment.js"
+import type { ModelState } from "../../domain/waiting/modelState.js"
 import type { LaneHold } from "./LaneHold.js"
 import type { LeaseRecord, LeaseStoreShape } from "./LeaseStore.js"
 
@@ -19,7 +20,14 @@ export interface LeaseKeeperOptions {
   /** The model's actor starts under the lease / stops (handing over: it lets its running rows finish). */
   readonly start: (lease: HeldLease) => Effect.Effect<void>
   readonly stop: (model: string, handOver: boolean) => Effect.Effect<void>
+  /** What this owner publishes of a model it holds with each renewal (see LeaseRecord.state). */
+  readonly stateOf?: (model: string) => ModelState | undefined
 }
+
+/** A model as the last round saw its lease: held (with what its owner published), or without a live owner since `missingSince` (ms). */
+export type Ownership =
+  | { readonly _tag: "Owned"; readonly state: ModelState }
+  | { readonly _tag: "Unowned"; readonly missingSince: number }
 
 /** What an admin sees of a lease. */
 export interface LeaseInfo extends LeaseRecord {
@@ -41,6 +49,23 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
     let lastRecords: ReadonlyArray<LeaseRecord> = []
     let lastRound = 0
     let lastInstances: ReadonlyArray<string> = []
+    const lastSeen = new Map<string, LeaseRecord>()
+    const missingSince = new Map<string, number>()
+    /**
+     * A lease not renewed within the TTL has no live owner, whether the store dropped it yet or not. It
+     * has been missing since its last renewal this instance saw (the same on every instance that saw
+     * it), or since this instance first found it gone.
+     */
+    const saw = (records: ReadonlyArray<LeaseRecord>) => {
+      const now = Date.now()
+      for (const model of options.models) {
+        const record = records.find((r) => r.model === model && now - r.renewedAt < store.ttlMs)
+        if (record !== undefined) {
+          lastSeen.set(model, record)
+          missingSince.delete(model)
+        } else if (!missingSince.has(model)) missingSince.set(model, lastSeen.get(model)?.renewedAt ?? now)
+      }
+    }
 
     const hold = (record: LeaseRecord, sentAt: number): HeldLease => {
       const lease: HeldLease = {
@@ -69,13 +94,15 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       (lease) =>
         Effect.gen(function* () {
           const sentAt = Date.now()
-          const revision = yield* store.renew(lease.record).pipe(Effect.either)
+          const state = options.stateOf?.(lease.model)
+          const record = state === undefined ? lease.record : { ...lease.record, state }
+          const revision = yield* store.renew(record).pipe(Effect.either)
           if (revision._tag === "Left") {
             if (!lease.valid()) yield* lose(lease.model, `not renewed in time (${revision.left.message})`)
             return
           }
           if (revision.right === undefined) return yield* lose(lease.model, "another instance holds it")
-          lease.record = { ...lease.record, revision: revision.right, renewedAt: sentAt }
+          lease.record = { ...record, revision: revision.right, renewedAt: sentAt }
           lease.validUntil = sentAt + validFor
         }),
       { discard: true },
@@ -85,6 +112,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
     const look = Effect.gen(function* () {
       lastRecords = yield* store.leases(options.models)
       lastRound = Date.now()
+      saw(lastRecords)
     })
 
     const round = Effect.gen(function* () {
@@ -99,6 +127,7 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
       )
       lastRecords = records
       lastRound = Date.now()
+      saw(records)
       const holders = new Map(records.map((r) => [r.model, r.owner]))
       for (const model of options.models) freeRounds.set(model, holders.has(model) ? 0 : (freeRounds.get(model) ?? 0) + 1)
       // A lease the store shows as ours but we do not hold (we gave it up when it was not renewed in
@@ -175,5 +204,14 @@ export const makeLeaseKeeper = (options: LeaseKeeperOptions) =>
         return { ...current, nextRenewalAt: mine === undefined ? undefined : Math.max(lastRound, current.renewedAt) + every }
       })
 
-    return { run, release, info, lose, held: held as ReadonlyMap<string, HeldLease> }
+    /** What this instance's rounds know of the model's owner; what it publishes, for a model it holds. */
+    const ownership = (model: string): Ownership => {
+      const mine = held.get(model)
+      if (mine !== undefined) return { _tag: "Owned", state: mine.record.state ?? {} }
+      const missing = missingSince.get(model)
+      if (missing !== undefined) return { _tag: "Unowned", missingSince: missing }
+      return { _tag: "Owned", state: lastSeen.get(model)?.state ?? {} }
+    }
+
+    return { run, release, info, lose, ownership, held: held as ReadonlyMap<string, HeldLease> }
   })

@@ -1,4 +1,5 @@
 import { Context, type Effect } from "effect"
+import type { ModelState } from "../../domain/waiting/modelState.js"
 import type { LogUnavailable } from "../../eventlog/EventLog.js"
 
 /** A model's lease as the store holds it. `revision` is its fencing token: it only grows. */
@@ -10,6 +11,8 @@ export interface LeaseRecord {
   /** When it was last written: taken or renewed (ms). */
   readonly renewedAt: number
   readonly revision: number
+  /** What the owner last published of the model's load with a renewal: why its queued rows wait. */
+  readonly state?: ModelState
 }
 
 /**
@@ -21,7 +24,7 @@ export interface LeaseStoreShape {
   readonly ttlMs: number
   /** Takes the model's lease if nobody holds it: its revision, or undefined when another does. */
   readonly acquire: (model: string, owner: string, since: number) => Effect.Effect<number | undefined, LogUnavailable>
-  /** Renews a lease held at `revision`: its new revision, or undefined once it is no longer this one. */
+  /** Renews a lease held at `revision`, writing its `state`: its new revision, or undefined once it is no longer this one. */
   readonly renew: (lease: LeaseRecord) => Effect.Effect<number | undefined, LogUnavailable>
   /** Gives the lease up, if it is still this one, so that another instance takes it at once. */
   readonly release: (lease: LeaseRecord) => Effect.Effect<void, LogUnavailable>

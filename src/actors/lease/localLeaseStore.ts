@@ -28,7 +28,7 @@ export const layer = (ttlMs: number) =>
           Effect.sync(() => {
             const known = held.get(lease.model)
             if (known?.revision !== lease.revision) return undefined
-            held.set(lease.model, { ...known, renewedAt: Date.now() })
+            held.set(lease.model, { ...known, renewedAt: Date.now(), ...(lease.state === undefined ? {} : { state: lease.state }) })
             return known.revision
           }),
         release: (lease) =>

@@ -2,6 +2,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { Kvm, type KV, type KvEntry } from "@nats-io/kv"
 import { Data, Effect, Layer } from "effect"
 import { laneToken } from "../../domain/batch/subjects.js"
+import type { ModelState } from "../../domain/waiting/modelState.js"
 import { LogUnavailable } from "../../eventlog/EventLog.js"
 import { retriedAtStart, scopedNatsConnection } from "../../eventlog/natsConnection.js"
 import { type LeaseRecord, LeaseStore } from "./LeaseStore.js"
@@ -40,6 +41,8 @@ interface Stored {
   readonly model: string
   readonly owner: string
   readonly since: number
+  /** Added with waiting_on: an older instance's record has none, and an older reader ignores it. */
+  readonly state?: ModelState
 }
 
 /**
@@ -105,7 +108,11 @@ export const layer = (options: NatsLeaseStoreOptions) =>
           conflictIsUndefined(`cannot take the lease of ${model}`, () => leases.create(keyOf(model), encode({ model, owner, since }))),
         renew: (lease) =>
           conflictIsUndefined(`cannot renew the lease of ${lease.model}`, () =>
-            leases.update(keyOf(lease.model), encode({ model: lease.model, owner: lease.owner, since: lease.since }), lease.revision),
+            leases.update(
+              keyOf(lease.model),
+              encode({ model: lease.model, owner: lease.owner, since: lease.since, ...(lease.state === undefined ? {} : { state: lease.state }) }),
+              lease.revision,
+            ),
           ),
         release: (lease) =>
           call(`cannot give up the lease of ${lease.model}`, async () => {

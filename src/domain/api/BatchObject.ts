@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { BatchStatus } from "./BatchStatus.js"
 import { BatchEndpoint } from "../batch/endpoint.js"
 import { Priority } from "../scheduling/priority.js"
+import { WaitingOn } from "../waiting/waitingOn.js"
 
 const UnixSeconds = Schema.Int.annotations({ description: "Unix seconds" })
 const UnixSecondsOrNull = Schema.NullOr(UnixSeconds)
@@ -87,6 +88,10 @@ export const BatchObject = Schema.Struct({
       "While the batch is not final: when its last row should finish, from each model's measured rate and the turns; null with no rate measured yet, and once final. An addition to the contract",
   }),
   usage: BatchUsage,
+  waiting_on: Schema.NullOr(WaitingOn).annotations({
+    description:
+      "While the batch is not final: why its rows are not running at full speed, or null while they are; null once final and in an `as_of` read. An addition to the contract",
+  }),
 }).annotations({ identifier: "BatchObject" })
 
 export interface BatchObject extends Schema.Schema.Type<typeof BatchObject> {}

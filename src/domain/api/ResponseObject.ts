@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { Priority } from "../scheduling/priority.js"
+import { WaitingOn } from "../waiting/waitingOn.js"
 
 /*
  * The Response object of OpenAI's Responses API, in the subset both sference's SDK (pydantic, exact
@@ -100,6 +101,10 @@ export const ResponseObject = Schema.Struct({
     description:
       "Queued responses only (background, or an item of a stream): the priority it waits at among its model's queued work, " +
       "its own `priority` else its stream's, default standard. Absent on interactive and flex responses. An addition to the contract",
+  }),
+  waiting_on: Schema.optional(Schema.NullOr(WaitingOn)).annotations({
+    description:
+      "Queued responses only (background, or an item of a stream), as `priority`: why it has not started, or null once it runs or is final. An addition to the contract",
   }),
 }).annotations({ identifier: "Response" })
 export interface ResponseObject extends Schema.Schema.Type<typeof ResponseObject> {}

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { StreamWindow } from "../stream/events.js"
 import { Priority } from "../scheduling/priority.js"
+import { WaitingOn } from "../waiting/waitingOn.js"
 
 /* sference's stream shapes (`StreamListResponse` and its items, `StreamDetailResponse`): times as ISO-8601 strings, counters never null. */
 
@@ -18,6 +19,9 @@ export const StreamSummary = Schema.Struct({
   updated_at: IsoTime,
   priority: Priority.annotations({
     description: "Its items' priority unless an item names its own `priority` (`priority` on create, default standard). An addition to the contract",
+  }),
+  waiting_on: Schema.NullOr(WaitingOn).annotations({
+    description: "Why its oldest item waiting to start has not started (that item's `waiting_on`), or null with none waiting. An addition to the contract",
   }),
 }).annotations({ identifier: "StreamSummary" })
 export interface StreamSummary extends Schema.Schema.Type<typeof StreamSummary> {}

@@ -1,4 +1,4 @@
-import { deadlineAtRisk } from "./deadlines.js"
+import { deadlineAtRisk, startsInTime } from "./deadlines.js"
 import { FairQueue, type QueuedRow } from "./FairQueue.js"
 import { DEFAULT_PRIORITY, type Priority, Priorities } from "./priority.js"
 import { type Shares, type Wanting, nextTurn, noShares } from "./shares.js"
@@ -41,7 +41,8 @@ interface Deadline {
  * the lanes' start-by times. A take first saves a deadline at risk (deadlines.ts), earliest first and
  * out of every turn; otherwise it is the turn's priority's next row in its turns. `background` rows
  * only take slots nothing else wants and never jump the queue for a deadline: what they cannot start
- * in time expires. A take costs O(batches) at worst, never O(rows).
+ * in time expires. No row starts in the last moment before its start-by time (START_CUTOFF_MS): it
+ * waits for its batch's expiry. A take costs O(batches) at worst, never O(rows).
  */
 export class ModelQueue {
   private readonly queues: Readonly<Record<Priority, FairQueue>> = {
@@ -79,7 +80,8 @@ export class ModelQueue {
   }
 
   take(eligible: (accountId: string, batchId: string) => boolean, context: TakeContext): Taken | undefined {
-    return this.takeForDeadline(eligible, context) ?? this.takeInTurn(eligible, context)
+    const inTime = (accountId: string, batchId: string) => startsInTime(this.termsOf(batchId).startBy, context.now) && eligible(accountId, batchId)
+    return this.takeForDeadline(inTime, context) ?? this.takeInTurn(inTime, context)
   }
 
   /** The batch is gone: its rows and its terms. */

@@ -5,6 +5,16 @@
 
 /** Slack kept before a deadline for the rate's error and the time a start takes to reach the model. */
 export const DEADLINE_MARGIN_MS = 30_000
+/**
+ * No row starts this close to its start-by time. The batch's expiry is written then by whichever
+ * instance's timer fires, from the log, which does not yet hold a start still being appended by the
+ * model's owner: a row started later than this would run and then count as never started.
+ */
+export const START_CUTOFF_MS = 500
+
+/** Whether a row whose start-by time is `startBy` may still start at `now`. */
+export const startsInTime = (startBy: number, now: number): boolean => now < startBy - START_CUTOFF_MS
+
 /** How much slower than measured the model may turn out to be before a row is given up for lost. */
 export const RATE_DOUBT = 1.25
 

@@ -38,7 +38,9 @@ export const adoptBatches = async (w: World, account: number, reader: ReturnType
     expect(unanswered?._tag, `a batch the test never created: ${JSON.stringify(shown)}`).toBe("batch")
     if (unanswered?._tag !== "batch") continue
     w.unanswered.delete(shown.metadata.tag)
-    w.batches.push({ id: shown.id, account, requests: unanswered.requests })
+    w.batches.push({ id: shown.id, account, requests: unanswered.requests, priority: unanswered.priority, startBy: undefined })
+    // Created while its instance was cut off, at a moment the test does not know: not judged as waiting.
+    w.mayHaveEnded.add(shown.id)
   }
 }
 
@@ -54,6 +56,7 @@ export const checkBatchRead = async (w: World, batch: Batch, reader: ReturnType<
     return undefined
   }
   const counts = got.body.request_counts
+  expect(got.body.priority, `${batch.id} through #${via}`).toBe(batch.priority)
   expect(rows.map((r) => r.id)).toEqual(rows.map((_, i) => `batch_req_${i + 1}`))
   expect(rows.map((r) => r.custom_id)).toEqual(batch.requests.map((_, i) => `r${i}`))
   const by = (status: string) => rows.filter((r) => r.status === status).length

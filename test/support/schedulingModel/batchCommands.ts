@@ -1,25 +1,54 @@
 import { expect } from "vitest"
+import { DEFAULT_PRIORITY, type Priority } from "../../../src/domain/scheduling/priority.js"
 import { command } from "./command.js"
+import { awaitClaim } from "./priorityChecks.js"
 import { ACCOUNTS, type Kind, type World, adjustAll, adminAway, adminCall, api, mayBeAway, newRequest, queuedAway, received, settle } from "./world.js"
 
-export const submit = (account: number, kinds: ReadonlyArray<Kind>, via: number) =>
-  command(`submit(${ACCOUNTS[account]}, ${kinds.join(",")}, via ${via})`, async (w) => {
-    const sent = kinds.map((kind) => newRequest(w, kind))
-    const tag = `b${w.unique++}`
-    const requests = sent.map((s, i) => ({ custom_id: `r${i}`, body: { model: `m-${account}`, messages: [{ role: "user", content: s.text }] } }))
-    const created = await api(w, account, via).call("POST", "/v1/batches", { requests, metadata: { tag } })
-    if (created.status === 200) w.batches.push({ id: created.body.id, account, requests: sent })
-    else if (queuedAway(created) && mayBeAway(w, via)) w.unanswered.set(tag, { _tag: "batch", account, requests: sent })
-    else expect([401, 403, 429], created.text).toContain(created.status)
-  })
+/** A batch of one request of each kind, at `priority` (none sent: standard). */
+const createBatch = async (w: World, account: number, kinds: ReadonlyArray<Kind>, via: number, priority?: Priority) => {
+  const sent = kinds.map((kind) => newRequest(w, kind))
+  const tag = `b${w.unique++}`
+  const requests = sent.map((s, i) => ({ custom_id: `r${i}`, body: { model: `m-${account}`, messages: [{ role: "user", content: s.text }] } }))
+  const created = await api(w, account, via).call("POST", "/v1/batches", { requests, metadata: { tag }, ...(priority === undefined ? {} : { priority }) })
+  const runsAt = priority ?? DEFAULT_PRIORITY
+  if (created.status === 200) {
+    expect(created.body.priority, created.text).toBe(runsAt)
+    w.batches.push({ id: created.body.id, account, requests: sent, priority: runsAt, startBy: created.body.expires_at * 1000 })
+    await awaitClaim(w, created.body.id, account)
+  } else if (queuedAway(created) && mayBeAway(w, via)) w.unanswered.set(tag, { _tag: "batch", account, requests: sent, priority: runsAt })
+  else expect([401, 403, 429], created.text).toContain(created.status)
+}
+
+export const submit = (account: number, kinds: ReadonlyArray<Kind>, via: number, priority?: Priority) =>
+  command(`submit(${ACCOUNTS[account]}, ${kinds.join(",")}${priority === undefined ? "" : `, ${priority}`}, via ${via})`, (w) =>
+    createBatch(w, account, kinds, via, priority),
+  )
 
 export const cancel = (pick: number, via: number) =>
   command(`cancel(#${pick}, via ${via})`, async (w) => {
     const batch = w.batches[pick % w.batches.length]
     if (batch === undefined) return
+    w.mayHaveEnded.add(batch.id)
     const answer = await api(w, batch.account, via).call("POST", `/v1/batches/${batch.id}/cancel`)
     if (!(queuedAway(answer) && mayBeAway(w, via))) expect([200, 401, 429], answer.text).toContain(answer.status)
   })
+
+/**
+ * A backlog of `n` paced rows at `priority` (high or background), and behind it, in the same step, a
+ * standard batch of two rows: the backlog keeps the account's slots busy for seconds, so the order rows
+ * start in between priorities shows (priorityChecks.ts).
+ */
+export const contend = (account: number, n: number, priority: Priority, via: number) =>
+  command(`contend(${ACCOUNTS[account]}, ${n} paced ${priority} then 2 standard, via ${via})`, async (w) => {
+    await createBatch(w, account, Array.from({ length: n }, (): Kind => "paced"), via, priority)
+    await createBatch(w, account, ["ok", "ok"], via)
+  })
+
+/** A revoked key's or suspended account's batches and responses fail: the rows they have not started no longer wait. */
+const ownerChanges = (w: World, account: number) => {
+  for (const b of w.batches) if (b.account === account) w.mayHaveEnded.add(b.id)
+  for (const r of w.responses) if (r.account === account) w.mayHaveEnded.add(r.id)
+}
 
 export const advance = (ms: number) =>
   command(`advance(${ms}ms)`, async (w) => {
@@ -39,6 +68,7 @@ export const windowCloses = command("windowCloses", async (w) => {
 /** Revokes the account's key for its work: what it made fails; the account gets a new key, so later steps have one. */
 export const revoke = (account: number) =>
   command(`revoke(${ACCOUNTS[account]})`, async (w) => {
+    ownerChanges(w, account)
     // Refused, it may have been stored all the same: a later call may still answer 401, which is allowed anyway.
     if (!(await adminCall(w, "POST", `/admin/v1/keys/${w.keys[account]!.keyId}/revoke`))) return
     const key = await api(w).admin("POST", `/admin/v1/accounts/${ACCOUNTS[account]}/keys`, {})
@@ -49,6 +79,7 @@ export const revoke = (account: number) =>
 
 export const suspend = (account: number) =>
   command(`suspend(${ACCOUNTS[account]})`, async (w) => {
+    ownerChanges(w, account)
     await adminCall(w, "PATCH", `/admin/v1/accounts/${ACCOUNTS[account]}`, { status: "suspended" })
   })
 

@@ -1,9 +1,10 @@
 import { expect } from "vitest"
-import { storedEventsByAggregate } from "../storedEvents.js"
+import { storedLogByAggregate } from "../storedEvents.js"
 import { adoptBatches, checkBatchRead } from "./batchChecks.js"
 import { checkFeed, readFeed } from "./feedChecks.js"
 import { checkFlexes } from "./flex.js"
 import { checkLog } from "./logChecks.js"
+import { checkPriorities, noteClaims } from "./priorityChecks.js"
 import { checkFlexResponse, checkResponseList, listResponses } from "./responseChecks.js"
 import { checkStream } from "./streamChecks.js"
 import { ACCOUNTS, ACCOUNT_CONCURRENCY, MODEL_SLOTS, type World, expectCallsWithinBound, reader, received } from "./world.js"
@@ -34,11 +35,14 @@ const checkAccountThrough = async (w: World, account: number, via: number) => {
 
 /**
  * The invariants, after every step: on what the log holds, on what every instance shows of every
- * account's work, and on what the upstreams saw.
+ * account's work (each with the priority it was created at), and on what the upstreams saw, the order
+ * rows started in between priorities included.
  */
 export const checkInvariants = async (w: World) => {
   // The log first: a revoked key or a used-up quota may not read through the API.
-  checkLog(w, await storedEventsByAggregate({ dataDir: w.sluices[0]!.dataDir, natsUrl: w.nats?.url }))
+  const log = await storedLogByAggregate({ dataDir: w.sluices[0]!.dataDir, natsUrl: w.nats?.url })
+  noteClaims(w, log.lanes)
+  checkLog(w, log.events)
   for (const via of w.sluices.keys()) for (const account of ACCOUNTS.keys()) await checkAccountThrough(w, account, via)
   checkFlexes(w)
   for (const batch of w.batches) for (const sent of batch.requests) expectCallsWithinBound(w, batch.account, sent, batch.until, batch.id)
@@ -51,4 +55,5 @@ export const checkInvariants = async (w: World) => {
     const since = w.held.get(account)
     if (since !== undefined) expect(received(w, account)).toBeLessThanOrEqual(since + ACCOUNT_CONCURRENCY)
   }
+  await checkPriorities(w)
 }

@@ -1,57 +1,82 @@
 import { expect } from "vitest"
+import { DEFAULT_PRIORITY, type Priority } from "../../../src/domain/scheduling/priority.js"
+import { windowMs } from "../../../src/domain/stream/events.js"
 import { command } from "./command.js"
+import { awaitClaim } from "./priorityChecks.js"
 import { sendFlex } from "./flex.js"
 import { ACCOUNTS, type Flex, type Kind, type Stream, type World, api, mayBeAway, newRequest, queuedAway } from "./world.js"
 
-/** A background response, queued for a batch slot and answered at once. */
-export const background = (account: number, kind: Kind, via: number) =>
-  command(`background(${ACCOUNTS[account]}, ${kind}, via ${via})`, async (w) => {
-    const sent = newRequest(w, kind)
-    const created = await api(w, account, via).call("POST", "/v1/responses", { model: `m-${account}`, input: sent.text, background: true, metadata: { tag: sent.tag } })
-    if (created.status === 200) {
-      expect(created.body).toMatchObject({ object: "response", status: "in_progress", background: true, output: [] })
-      w.responses.push({ id: created.body.id, account, sent, stream: null, flex: false })
-    } else if (queuedAway(created) && mayBeAway(w, via)) {
-      w.unanswered.set(sent.tag, { _tag: "response", account, sent, stream: null })
-    } else {
-      // No batch access (a standard account) is 403.
-      expect([401, 403, 429], created.text).toContain(created.status)
-    }
-  })
+const withPriority = (priority: Priority | undefined) => (priority === undefined ? {} : { priority })
+const named = (priority: Priority | undefined) => (priority === undefined ? "" : `, ${priority}`)
 
-export const createStream = (account: number, window: "15m" | "1h" | "24h", via: number) =>
-  command(`createStream(${ACCOUNTS[account]}, ${window}, via ${via})`, async (w) => {
-    const made = await api(w, account, via).call("POST", "/v1/streams", { name: `s${w.unique++}`, window })
-    if (made.status === 201) {
-      expect(made.body).toMatchObject({ object: "stream", window, status: "open", total_items: 0 })
-      w.streams.push({ id: made.body.id, account, closed: false, archived: false })
-    } else if (!(queuedAway(made) && mayBeAway(w, via))) {
-      expect([401, 403, 429], made.text).toContain(made.status)
-    }
-  })
+/** A background response at `priority` (none sent: standard), queued for a batch slot and answered at once. */
+export const background = (account: number, kind: Kind, via: number, priority?: Priority) =>
+  command(
+    `background(${ACCOUNTS[account]}, ${kind}${named(priority)}, via ${via})`,
+    async (w) => {
+      const sent = newRequest(w, kind)
+      const body = { model: `m-${account}`, input: sent.text, background: true, metadata: { tag: sent.tag }, ...withPriority(priority) }
+      const created = await api(w, account, via).call("POST", "/v1/responses", body)
+      const runsAt = priority ?? DEFAULT_PRIORITY
+      if (created.status === 200) {
+        expect(created.body).toMatchObject({ object: "response", status: "in_progress", background: true, output: [], priority: runsAt })
+        const startBy = created.body.created_at * 1000 + windowMs["24h"]
+        w.responses.push({ id: created.body.id, account, sent, stream: null, flex: false, priority: runsAt, startBy })
+        await awaitClaim(w, created.body.id, account)
+      } else if (queuedAway(created) && mayBeAway(w, via)) {
+        w.unanswered.set(sent.tag, { _tag: "response", account, sent, stream: null, priority: runsAt })
+      } else {
+        // No batch access (a standard account) is 403.
+        expect([401, 403, 429], created.text).toContain(created.status)
+      }
+    },
+  )
 
-/** An item of a stream: answered at once while the stream is open, refused with 409 once it is closed. */
-export const addItem = (pick: number, kind: Kind, via: number) =>
-  command(`addItem(stream #${pick}, ${kind}, via ${via})`, async (w) => {
-    const stream = w.streams[pick % w.streams.length]
-    if (stream === undefined) return
-    const sent = newRequest(w, kind)
-    const metadata = { stream_id: stream.id, custom_id: sent.tag, tag: sent.tag }
-    const created = await api(w, stream.account, via).call("POST", "/v1/responses", { model: `m-${stream.account}`, input: sent.text, metadata })
-    const what = `item of ${stream.id} (closed: ${stream.closed}): ${created.text}`
-    if (created.status === 200) {
-      expect(stream.closed, what).not.toBe(true)
-      expect(created.body, what).toMatchObject({ object: "response", status: "in_progress", metadata: { stream_id: stream.id } })
-      w.responses.push({ id: created.body.id, account: stream.account, sent, stream: stream.id, flex: false })
-    } else if (created.status === 409) {
-      expect(stream.closed, what).not.toBe(false)
-      expect(created.body.error.message, what).toMatch(new RegExp(`^Stream '${stream.id}' is (cancelled|archived): it takes no new items$`))
-    } else if (queuedAway(created) && mayBeAway(w, via)) {
-      w.unanswered.set(sent.tag, { _tag: "response", account: stream.account, sent, stream: stream.id })
-    } else {
-      expect([401, 403, 429], what).toContain(created.status)
-    }
-  })
+/** A stream whose items run at `priority` (none sent: standard) unless they name their own. */
+export const createStream = (account: number, window: "15m" | "1h" | "24h", via: number, priority?: Priority) =>
+  command(
+    `createStream(${ACCOUNTS[account]}, ${window}${named(priority)}, via ${via})`,
+    async (w) => {
+      const made = await api(w, account, via).call("POST", "/v1/streams", { name: `s${w.unique++}`, window, ...withPriority(priority) })
+      const runsAt = priority ?? DEFAULT_PRIORITY
+      if (made.status === 201) {
+        expect(made.body).toMatchObject({ object: "stream", window, status: "open", total_items: 0, priority: runsAt })
+        w.streams.push({ id: made.body.id, account, closed: false, archived: false, priority: runsAt, window })
+      } else if (!(queuedAway(made) && mayBeAway(w, via))) {
+        expect([401, 403, 429], made.text).toContain(made.status)
+      }
+    },
+  )
+
+/** An item of a stream, at its own `priority` or else its stream's: answered at once while the stream is open, refused with 409 once it is closed. */
+export const addItem = (pick: number, kind: Kind, via: number, priority?: Priority) =>
+  command(
+    `addItem(stream #${pick}, ${kind}${named(priority)}, via ${via})`,
+    async (w) => {
+      const stream = w.streams[pick % w.streams.length]
+      if (stream === undefined) return
+      const sent = newRequest(w, kind)
+      const metadata = { stream_id: stream.id, custom_id: sent.tag, tag: sent.tag }
+      const body = { model: `m-${stream.account}`, input: sent.text, metadata, ...withPriority(priority) }
+      const created = await api(w, stream.account, via).call("POST", "/v1/responses", body)
+      const what = `item of ${stream.id} (closed: ${stream.closed}): ${created.text}`
+      const runsAt = priority ?? stream.priority
+      if (created.status === 200) {
+        expect(stream.closed, what).not.toBe(true)
+        expect(created.body, what).toMatchObject({ object: "response", status: "in_progress", metadata: { stream_id: stream.id }, priority: runsAt })
+        const startBy = created.body.created_at * 1000 + windowMs[stream.window]
+        w.responses.push({ id: created.body.id, account: stream.account, sent, stream: stream.id, flex: false, priority: runsAt, startBy })
+        await awaitClaim(w, created.body.id, stream.account)
+      } else if (created.status === 409) {
+        expect(stream.closed, what).not.toBe(false)
+        expect(created.body.error.message, what).toMatch(new RegExp(`^Stream '${stream.id}' is (cancelled|archived): it takes no new items$`))
+      } else if (queuedAway(created) && mayBeAway(w, via)) {
+        w.unanswered.set(sent.tag, { _tag: "response", account: stream.account, sent, stream: stream.id, priority: runsAt })
+      } else {
+        expect([401, 403, 429], what).toContain(created.status)
+      }
+    },
+  )
 
 /** OpenAI's cancel or sference's DELETE: a final response is answered unchanged, an unfinished one reads cancelled or in_progress while its call runs. */
 export const cancelResponse = (pick: number, how: "cancel" | "delete", via: number) =>
@@ -59,6 +84,7 @@ export const cancelResponse = (pick: number, how: "cancel" | "delete", via: numb
     const queued = w.responses.filter((r) => !r.flex)
     const response = queued[pick % queued.length]
     if (response === undefined) return
+    w.mayHaveEnded.add(response.id)
     const path = `/v1/responses/${response.id}`
     const answer = await (how === "cancel" ? api(w, response.account, via).call("POST", `${path}/cancel`) : api(w, response.account, via).call("DELETE", path))
     if (answer.status === 200) {
@@ -74,6 +100,7 @@ export const closeStream = (pick: number, status: "cancelled" | "archived", via:
   command(`closeStream(#${pick}, ${status}, via ${via})`, async (w) => {
     const stream: Stream | undefined = w.streams[pick % w.streams.length]
     if (stream === undefined) return
+    for (const r of w.responses) if (r.stream === stream.id) w.mayHaveEnded.add(r.id)
     const answer = await api(w, stream.account, via).call("PATCH", `/v1/streams/${stream.id}`, { status })
     const what = `${status} ${stream.id} (closed: ${stream.closed}, archived: ${stream.archived}): ${answer.text}`
     if (answer.status === 200) {

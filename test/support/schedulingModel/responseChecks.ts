@@ -37,8 +37,18 @@ const trackedOf = (w: World, account: number, shown: any): QueuedResponse => {
   expect(unanswered?._tag, `a response the test never created: ${JSON.stringify(shown)}`).toBe("response")
   if (unanswered?._tag !== "response") throw new Error("unreachable")
   w.unanswered.delete(tag)
-  const adopted: QueuedResponse = { id: shown.id, account, sent: unanswered.sent, stream: unanswered.stream, flex: false }
+  const adopted: QueuedResponse = {
+    id: shown.id,
+    account,
+    sent: unanswered.sent,
+    stream: unanswered.stream,
+    flex: false,
+    priority: unanswered.priority,
+    startBy: undefined,
+  }
   w.responses.push(adopted)
+  // Created while its instance was cut off, at a moment the test does not know: not judged as waiting.
+  w.mayHaveEnded.add(shown.id)
   return adopted
 }
 
@@ -50,6 +60,8 @@ const trackedOf = (w: World, account: number, shown: any): QueuedResponse => {
 export const checkResponseObject = (w: World, response: QueuedResponse, shown: any) => {
   expect(shown.id).toBe(response.id)
   expect(shown.background, shown.id).toBe(response.stream === null && !response.flex)
+  // Only a queued response waited among priorities: a flex one shows none.
+  expect(shown.priority, shown.id).toBe(response.priority)
   if (response.stream !== null) expect(shown.metadata?.stream_id).toBe(response.stream)
   if (FINAL_RESPONSE.has(shown.status)) {
     // The log was read before the API: the batch may have become final in between.

@@ -15,6 +15,7 @@ export const checkStream = async (w: World, stream: Stream, reader: ReturnType<t
     return
   }
   const detail = got.body
+  expect(detail.priority, stream.id).toBe(stream.priority)
   if (stream.archived === true) expect(detail.status, stream.id).toBe("archived")
   else if (stream.closed === true) expect(["cancelled", "archived"], stream.id).toContain(detail.status)
   else if (stream.closed === false) expect(detail.status, stream.id).toBe("open")

@@ -1,4 +1,5 @@
 import { expect } from "vitest"
+import type { Priority } from "../../../src/domain/scheduling/priority.js"
 import { simDirective } from "../../../src/sim/Directives.js"
 import type { Simulator } from "../../../src/sim/Simulator.js"
 import { type Answer, client } from "../client.js"
@@ -21,8 +22,11 @@ export const FINAL_BATCH = new Set(["completed", "failed", "expired", "cancelled
 export const FINAL_RESPONSE = new Set(["completed", "incomplete", "failed", "cancelled"])
 export const FINAL_EVENTS = new Set(["batch_completed", "batch_failed", "batch_expired", "batch_cancelled"])
 
-/** `slow` takes over a second of wall-clock time: it is still running while the next steps cancel, crash or wait for a slot. */
-export type Kind = "ok" | "slow" | "transient" | "permanent"
+/**
+ * `slow` takes over a second of wall-clock time: it is still running while the next steps cancel, crash or
+ * wait for a slot. `paced` takes a fifth of a second: a backlog of them keeps its account's slots busy for seconds.
+ */
+export type Kind = "ok" | "slow" | "paced" | "transient" | "permanent"
 
 /** One request as the upstream sees it: its last user message, unique in a run, which is its identity in the upstream's log. */
 export interface Sent {
@@ -38,6 +42,10 @@ export interface Batch {
   readonly id: string
   readonly account: number
   readonly requests: ReadonlyArray<Sent>
+  /** What its create asked for, standard when it asked for none: every read shows it. */
+  readonly priority: Priority
+  /** Its expires_at (the actors' clock, ms); undefined when the test did not see its create answered. */
+  readonly startBy: number | undefined
   finalStatus?: string
   /** What the API showed the first time it read the batch final: it must show exactly that ever after. */
   final?: { readonly batch: unknown; readonly rows: ReadonlyArray<unknown> }
@@ -53,6 +61,10 @@ export interface QueuedResponse {
   readonly stream: string | null
   /** A blocking flex Response: never listed, never in the feed. */
   readonly flex: boolean
+  /** Its own, else its stream's, else standard; a flex one shows none. */
+  readonly priority: Priority | undefined
+  /** When its window closes (the actors' clock, ms); undefined when the test did not see its create answered. */
+  readonly startBy: number | undefined
   finalStatus?: string
   /** The Response the first time the API showed it final: it must show exactly that ever after. */
   final?: unknown
@@ -62,6 +74,9 @@ export interface QueuedResponse {
 export interface Stream {
   readonly id: string
   readonly account: number
+  /** Its items' unless an item names its own. */
+  readonly priority: Priority
+  readonly window: "15m" | "1h" | "24h"
   /** Whether it takes no new items; undefined when a close was asked and may or may not have been stored. */
   closed: boolean | undefined
   archived: boolean | undefined
@@ -88,8 +103,8 @@ export interface Flex {
 
 /** A create the test sent and may not know the answer of (its instance was cut off): its tag finds it if it was stored. */
 export type Unanswered =
-  | { readonly _tag: "batch"; readonly account: number; readonly requests: ReadonlyArray<Sent> }
-  | { readonly _tag: "response"; readonly account: number; readonly sent: Sent; readonly stream: string | null }
+  | { readonly _tag: "batch"; readonly account: number; readonly requests: ReadonlyArray<Sent>; readonly priority: Priority }
+  | { readonly _tag: "response"; readonly account: number; readonly sent: Sent; readonly stream: string | null; readonly priority: Priority }
 
 export interface Partition {
   readonly which: number
@@ -124,9 +139,27 @@ export interface World {
   readonly maybeStandard: Set<number>
   /** Crashes and partitions so far: each may have an instance run again what it was running. */
   disruptions: number
+  /** Since when the scheduling checks may judge the order rows started in (priorityChecks.ts). */
+  stretch: Stretch | undefined
+  /** When the test first saw each batch's or response's lane claimed, by id, then by `<model> <owner>` (wall clock, ms). */
+  readonly claims: Map<string, Map<string, number>>
+  /** Batches and responses a step may have ended without a start (cancelled, closed, their owner revoked): no longer known to wait. */
+  readonly mayHaveEnded: Set<string>
   /** The longest reading of each feed so far (`<account>` or `<account>:<stream>`), as event lines. */
   readonly feeds: Map<string, ReadonlyArray<string>>
   unique: number
+}
+
+/** A time from which every model kept its owner and no instance stopped, started or was cut off. */
+export interface Stretch {
+  /** Wall clock, ms. */
+  readonly since: number
+  /** The instances' restarts and partitions before it. */
+  readonly disruptions: number
+  /** Each model's owner and since when it has owned it, as the leases read. */
+  readonly leases: string
+  /** Each model's owner, by model. */
+  readonly owners: ReadonlyMap<string, string | undefined>
 }
 
 export const api = (w: World, account?: number, via = 0) =>
@@ -173,6 +206,7 @@ export const adminCall = async (w: World, method: string, path: string, body?: u
 const TEXTS: Record<Kind, (tag: string) => string> = {
   ok: (tag) => `ok ${tag}`,
   slow: (tag) => `slow ${tag} ${simDirective.latency(1_500)}`,
+  paced: (tag) => `paced ${tag} ${simDirective.latency(200)}`,
   transient: (tag) => `flaky ${tag} ${simDirective.fail(2, 503)}`,
   permanent: (tag) => `bad ${tag} ${simDirective.status(400)}`,
 }
@@ -185,7 +219,7 @@ export const newRequest = (w: World, kind: Kind): Sent => {
 export const answerTo = (sent: Sent) => `Simulated answer to: ${sent.text.slice(0, 80)}`
 
 /** How often the upstream sees a request of each kind when nothing disrupts it: a transient one fails twice first. */
-const CALLS: Record<Kind, number> = { ok: 1, slow: 1, transient: 3, permanent: 1 }
+const CALLS: Record<Kind, number> = { ok: 1, slow: 1, paced: 1, transient: 3, permanent: 1 }
 
 /**
  * No request runs twice, except as documented: a crash runs again what was running, and so may an
