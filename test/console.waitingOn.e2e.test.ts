@@ -40,10 +40,15 @@ describe("the console says why a batch or a background response waits, in headle
     await sim?.close()
   })
 
-  it("a batch behind another's long row shows model_capacity on its page and in the list, and nothing once it has run; a background response behind it shows it too", async () => {
+  it("a batch behind another's long row shows model_capacity on its page and in the list, and nothing once it has run; a background response behind it shows it too", async ({ onTestFailed }) => {
     // Long enough for the three pages below on a loaded machine (CI at 1,087 s once took over 12 s
     // to reach the list, and found the batch already run): the batch waits until it ends.
     const hold = await api().call("POST", "/v1/batches", { requests: [chatRow("hold", `hold ${simDirective.latency(30_000)}`, MODEL)] })
+    // The premise is that the long row holds the model's one slot throughout: if it does not, say how it ended.
+    onTestFailed(async () => {
+      const held = await api().call("GET", `/v1/batches/${hold.body.id}`)
+      console.error(`the long row's batch: ${held.text}\nits row: ${JSON.stringify(await api().allResults(hold.body.id))}\nSluice's output:\n${sluice.output()}`)
+    })
     await waitFor("the long row to run", async () => (await api().allResults(hold.body.id))[0]?.status === "running")
     const created = await api().call("POST", "/v1/batches", { requests: [chatRow("next", "next", MODEL)] })
     const id = created.body.id as string
