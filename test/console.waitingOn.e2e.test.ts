@@ -27,8 +27,10 @@ describe("the console says why a batch or a background response waits, in headle
     sim = await startSimulator({ models: [MODEL] })
     sluice = await startSluice({
       models: [{ id: MODEL, upstream_url: sim.url, batch_concurrency: 1, timeout_ms: 120_000 }],
-      // Short lease rounds: the model's state is published with each.
-      env: { SLUICE_LEASE_TTL_MS: "1000" },
+      // Short lease rounds: the model's state is published with each (every second). Not 1 s: a call is sent only
+      // while the lease is valid (0.8 of the TTL from its last renewal), and on a loaded machine a renewal late by
+      // half a second left the long row's call unsent and retried, so the next batch ran in its slot.
+      env: { SLUICE_LEASE_TTL_MS: "3000" },
     })
     browser = await launchChromium()
     page = await signedInConsole(browser, { baseUrl: sluice.url, apiKey: BOOTSTRAP_KEY, errors: pageErrors, ready: (p) => p.waitForSelector("#sign-out") })

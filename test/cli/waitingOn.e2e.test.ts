@@ -19,8 +19,10 @@ describe("the CLI shows waiting_on", () => {
   const f = withSluice({
     simulator: { models: [MODEL] },
     models: (url) => [{ id: MODEL, upstream_url: url, batch_concurrency: 1, timeout_ms: 120_000 }],
-    // Short lease rounds: the model's state is published with each.
-    sluice: { env: { SLUICE_LEASE_TTL_MS: "1000" } },
+    // Short lease rounds: the model's state is published with each (every second). Not 1 s: a call is sent only
+    // while the lease is valid (0.8 of the TTL from its last renewal), and on a loaded machine a renewal late by
+    // half a second left the long row's call unsent and retried, so the next batch ran in its slot.
+    sluice: { env: { SLUICE_LEASE_TTL_MS: "3000" } },
   })
   let dir: string
   let env: Record<string, string>
