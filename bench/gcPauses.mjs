@@ -1,8 +1,8 @@
 // Node's GC pauses of the process it is loaded into, for the loop-delay question (B12d):
 // BENCH_SLUICE_NODE_ARGS="--import ./bench/gcPauses.mjs" npm run bench -- --only B2s --trials 1
-// writes every pause as [kind, ms, start ms, new space MB, old space MB] (the spaces' use as the observer
-// sees them just after it) to $GC_PAUSES_DIR (default /tmp)/gc.<pid>.json every 2 s, and
-// `node bench/gcPauses.mjs FILE…` sums them by kind, with what a scavenge leaves in the new space and
+// writes every pause as [kind, ms, start ms, new space MB, old space MB] (the spaces' use when the
+// observer's callback runs, which can be after more allocation: the new space's is an upper bound) to $GC_PAUSES_DIR (default /tmp)/gc.<pid>.json every 2 s, and
+// `node bench/gcPauses.mjs FILE…` sums them by kind, with at most what a scavenge leaves in the new space and
 // what the old space gains from one scavenge to the next while no major GC runs between (what the
 // scavenge promoted, and what was allocated there directly meanwhile). One observer callback may see
 // several collections: the spaces are read once for them all.
@@ -32,7 +32,7 @@ const summarize = (files) => {
     }
     const mean = (xs) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length)
     if (minors.length > 0) {
-      console.log(`${file} minor: new space after ${mean(minors.map((m) => m[3])).toFixed(1)} MB on average; old space gained ${mean(promoted).toFixed(1)} MB a scavenge on average (${promoted.length} without a major GC between)`)
+      console.log(`${file} minor: new space after, at most ${mean(minors.map((m) => m[3])).toFixed(1)} MB on average; old space gained ${mean(promoted).toFixed(1)} MB a scavenge on average (${promoted.length} without a major GC between)`)
     }
   }
 }
