@@ -74,51 +74,54 @@ describe("a read model in an older layout", () => {
     })
   })
 
-  it("a version 5 read model, whose batches and results hold no times, is emptied too, so that when each row settled is read from the log", () => {
-    const path = join(dir, "v5.sqlite")
+  /** A read model of the current layout holding a batch, made older: `older` undoes a later version's columns. */
+  const writtenAtVersion = (name: string, status: string, total: number, older: string, version: number) => {
+    const path = join(dir, name)
     opened(path, (db) => {
       db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41)`).run()
       db.prepare(
         `INSERT INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, completed, models)
-         VALUES ('batch_1', 'acct', 'key', 3, 'completed', '24h', 1, 1000, 86401, 1, 1, '[]')`,
-      ).run()
+         VALUES ('batch_1', 'acct', 'key', 3, ?, '24h', 1, 1000, 86401, ?, 1, '[]')`,
+      ).run(status, total)
     })
     const old = new Database(path)
-    old.exec(`ALTER TABLE batches DROP COLUMN started_ms; ALTER TABLE batches DROP COLUMN ended_ms; ALTER TABLE results DROP COLUMN settled_ms`)
-    old.pragma("user_version = 5")
+    old.exec(older)
+    old.pragma(`user_version = ${version}`)
     old.close()
-
+    return path
+  }
+  /** Opened again, it is empty, rebuilt from the log's start, at the current version; answers its tables' columns. */
+  const emptiedOnOpen = (path: string, check: (columns: (table: string) => Array<string>) => void) =>
     opened(path, (db) => {
       expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
       expect(db.pragma("user_version", { simple: true })).toBe(7)
-      const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)
+      check((table) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name))
+    })
+
+  it("a version 5 read model, whose batches and results hold no times, is emptied too, so that when each row settled is read from the log", () => {
+    const path = writtenAtVersion(
+      "v5.sqlite",
+      "completed",
+      1,
+      `ALTER TABLE batches DROP COLUMN started_ms; ALTER TABLE batches DROP COLUMN ended_ms; ALTER TABLE results DROP COLUMN settled_ms`,
+      5,
+    )
+    emptiedOnOpen(path, (columns) => {
       expect(columns("batches")).toEqual(expect.arrayContaining(["started_ms", "ended_ms"]))
       expect(columns("results")).toContain("settled_ms")
     })
   })
 
   it("a version 6 read model, whose batches count no sleeping rows and results hold no retry times, is emptied too, so that waiting_on reads them from the log", () => {
-    const path = join(dir, "v6.sqlite")
-    opened(path, (db) => {
-      db.prepare(`INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41)`).run()
-      db.prepare(
-        `INSERT INTO batches (id, account_id, key_id, seq, status, completion_window, created_at, created_ms, expires_at, total, completed, models)
-         VALUES ('batch_1', 'acct', 'key', 3, 'in_progress', '24h', 1, 1000, 86401, 2, 1, '[]')`,
-      ).run()
-    })
-    const old = new Database(path)
-    old.exec(
+    const path = writtenAtVersion(
+      "v6.sqlite",
+      "in_progress",
+      2,
       `DROP INDEX results_retrying; ALTER TABLE batches DROP COLUMN retrying; ALTER TABLE batches DROP COLUMN moved_ms; ALTER TABLE results DROP COLUMN retry_at`,
+      6,
     )
-    old.pragma("user_version = 6")
-    old.close()
-
-    opened(path, (db) => {
-      expect(db.prepare(`SELECT count(*) FROM batches`).pluck().get()).toBe(0)
-      expect(resumeOffset(db)).toBe(1)
-      expect(db.pragma("user_version", { simple: true })).toBe(7)
-      const columns = (table: string) => (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name)
+    emptiedOnOpen(path, (columns) => {
       expect(columns("batches")).toEqual(expect.arrayContaining(["retrying", "moved_ms"]))
       expect(columns("results")).toContain("retry_at")
     })
