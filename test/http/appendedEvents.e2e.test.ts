@@ -37,7 +37,9 @@ describe.each(["embedded", "nats"] as const)("the appended counters on the %s lo
     )
     expect(events.filter((t) => t === "row_started")).toHaveLength(20)
     expect(events.filter((t) => t === "row_completed")).toHaveLength(20)
-    expect(events.length).toBeGreaterThan(stored.length + 20)
+    // Windows hold several row events, so the two counters differ; how many a window holds depends on the
+    // machine's pace (CI once stored 47 events in 27 messages), so only that they differ is asked.
+    expect(events.length).toBeGreaterThan(stored.length)
     const delta = (name: string) => after.value(name) - before.value(name)
     expect(delta("sluice_eventlog_events_appended_total")).toBe(events.length)
     expect(delta("sluice_eventlog_messages_appended_total")).toBe(stored.length)
