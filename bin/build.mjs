@@ -21,6 +21,8 @@ await Promise.all([
   // better-sqlite3 loads its compiled addon from its own package directory, so it stays in node_modules.
   build({ ...common, entryPoints: [path("../src/cli/main.ts")], outfile: path("../dist/sluice.mjs"), external: ["better-sqlite3"] }),
   build({ ...common, entryPoints: [path("../src/main.ts")], outfile: path("../dist/server.mjs"), external: ["better-sqlite3"] }),
+  // The HTTP fronts' program, forked by the server from next to its own bundle (src/http/front/fronts.ts).
+  build({ ...common, entryPoints: [path("../src/http/front/frontMain.ts")], outfile: path("../dist/httpFront.mjs"), external: ["better-sqlite3"] }),
   build({ ...common, entryPoints: [path("../src/replay.ts")], outfile: path("../dist/replay.mjs"), external: ["better-sqlite3"] }),
   build({
     entryPoints: [path("../console/main.ts")],

@@ -27,6 +27,8 @@ import * as NatsLeaseStore from "./actors/lease/natsLeaseStore.js"
 import * as FateStore from "./actors/fate/FateStore.js"
 import * as NatsFateStore from "./actors/fate/natsFateStore.js"
 import { serverLayer } from "./http/server.js"
+import { BatchAccess } from "./http/batchAccess.js"
+import { FrontSocket, frontsLayer } from "./http/front/fronts.js"
 import { HttpSettings } from "./http/settings.js"
 import * as Projector from "./projections/Projector.js"
 import { ReadModel } from "./projections/ReadModel.js"
@@ -74,6 +76,11 @@ export interface AppOptions {
   readonly clock?: Clock.Clock
   /** BENCH-ONLY (`SLUICE_BENCH_WITHOUT_CHAIN`, src/benchSwitches.ts): `false` writes no hash-chain links. */
   readonly chain?: boolean
+  /**
+   * HTTP front processes serving the port (SLUICE_HTTP_WORKERS; src/http/front/fronts.ts): none by default, so that
+   * tests composing the app in their own process serve HTTP from it. Only the server's entry point asks for them.
+   */
+  readonly httpWorkers?: number
 }
 
 /** The whole service, composed once: log → projections → writers → actors → HTTP. */
@@ -128,9 +135,24 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
       yield* accounts.bootstrap(Redacted.value(config.bootstrapKey.value))
     }),
   )
-  const served = serverLayer({ port: config.port, host: config.host, corsOrigins: config.corsOrigins }).pipe(
-    Layer.provideMerge(Layer.merge(bootstrap.pipe(Layer.provideMerge(actors)), settings)),
-  )
+  const below = Layer.merge(bootstrap.pipe(Layer.provideMerge(actors)), settings)
+  const httpWorkers = options.httpWorkers ?? 0
+  const served =
+    httpWorkers === 0
+      ? serverLayer({ port: config.port, host: config.host, corsOrigins: config.corsOrigins }).pipe(Layer.provideMerge(below))
+      : // This process answers only what the fronts hand it, on a private socket; the fronts serve the port.
+        frontsLayer({ count: httpWorkers, host: config.host, port: config.port, readModelPath: readModelPath(config) }).pipe(
+          Layer.provide(BatchAccess.Default),
+          Layer.provideMerge(
+            Layer.unwrapEffect(
+              Effect.map(FrontSocket, (socket) =>
+                serverLayer({ port: config.port, host: config.host, corsOrigins: config.corsOrigins, socketPath: socket.path }),
+              ),
+            ),
+          ),
+          Layer.provideMerge(below),
+          Layer.provideMerge(FrontSocket.layer),
+        )
   // Built after the HTTP server so that it is released before it: on SIGTERM no row starts while
   // the server waits for its open requests to end; the actors' own finalizers then drain the running rows.
   const stopTakingRowsFirst = Layer.scopedDiscard(

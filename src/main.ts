@@ -28,6 +28,7 @@ const program = Effect.gen(function* () {
         appLayer(config, {
           ...Option.match(clock, { onNone: () => ({}), onSome: (clock) => ({ clock }) }),
           ...(withoutChain ? { chain: false } : {}),
+          httpWorkers: config.httpWorkers,
         }),
       ),
     ).pipe(Effect.tapErrorCause((cause) => report(cause, config)))

@@ -1,5 +1,5 @@
 import { Config, ConfigError, Either, LogLevel } from "effect"
-import { hostname } from "node:os"
+import { availableParallelism, hostname } from "node:os"
 
 /** The operator contract: these names are documented in the README and relied on by deployments. */
 export const SluiceConfig = Config.all({
@@ -27,6 +27,11 @@ export const SluiceConfig = Config.all({
   leaseTtlMs: Config.integer("SLUICE_LEASE_TTL_MS").pipe(
     Config.withDefault(10_000),
     Config.validate({ message: "SLUICE_LEASE_TTL_MS must be at least 1000", validation: (ms) => ms >= 1000 }),
+  ),
+  // The cores the dispatch thread and the upstream thread leave: none on one core, where this process serves HTTP itself.
+  httpWorkers: Config.integer("SLUICE_HTTP_WORKERS").pipe(
+    Config.withDefault(Math.min(availableParallelism() - 1, 16)),
+    Config.validate({ message: "SLUICE_HTTP_WORKERS must be from 0 to 64", validation: (n) => n >= 0 && n <= 64 }),
   ),
   runModels: Config.boolean("SLUICE_RUN_MODELS").pipe(Config.withDefault(true)),
   instanceId: Config.string("SLUICE_INSTANCE_ID").pipe(Config.withDefault(`${hostname()}-${process.pid}`)),

@@ -131,6 +131,8 @@ export const serverLayer = (options: {
   readonly port: number
   readonly host: string
   readonly corsOrigins?: ReadonlyArray<string>
+  /** Listen on this Unix socket instead, for the HTTP fronts (src/http/front/fronts.ts) to hand requests on. */
+  readonly socketPath?: string
 }) => {
   const server = heldUntilServed(createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 }))
   const streamsClosing = Deferred.unsafeMake<void>(FiberId.none)
@@ -162,7 +164,9 @@ export const serverLayer = (options: {
         Layer.provide(ConsolePages),
         Layer.provide(AsyncApiPage),
         Layer.provide(ApiLive.pipe(Layer.provide(Layer.succeed(EventStreamsClosing, streamsClosing)))),
-        Layer.provide(NodeHttpServer.layer(() => server, { port: options.port, host: options.host })),
+        Layer.provide(
+          NodeHttpServer.layer(() => server, options.socketPath === undefined ? { port: options.port, host: options.host } : { path: options.socketPath }),
+        ),
       ),
     ),
   )

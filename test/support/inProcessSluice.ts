@@ -50,6 +50,8 @@ export const startInProcessSluice = async (options: {
     retentionDays: 7,
     maxUnfinishedBatches: 10,
     runModels: true,
+    // The app composed in the test's own process serves HTTP from it (appLayer forks fronts only when asked).
+    httpWorkers: 0,
     instanceId: `inproc-${port}`,
     leaseTtlMs: 10_000,
     metricsToken: Option.none(),

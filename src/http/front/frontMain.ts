@@ -1,0 +1,94 @@
+import Database from "better-sqlite3"
+import { Effect, Logger, Runtime } from "effect"
+import { createServer } from "node:http"
+import { SluiceConfig } from "../../config/Config.js"
+import { loggerLayer } from "../../logLines.js"
+import { forwarder } from "./forward.js"
+import { makeHotReads } from "./hotReads.js"
+import { primaryLink } from "./primaryLink.js"
+import type { FrontClose } from "./protocol.js"
+
+/** As the dispatch process's server (src/http/server.ts): idle connections kept past load balancers' 60 s. */
+const KEEP_ALIVE_MS = 65_000
+const SHUTDOWN_GRACE_MS = 10_000
+
+/**
+ * An HTTP front: one of the processes that serve Sluice's port (src/http/front/fronts.ts forks them).
+ * It answers the reads clients poll from the read model on a read-only connection of its own, and
+ * hands every other request to the dispatch process over a private socket.
+ */
+const main = async () => {
+  const config = await Effect.runPromise(SluiceConfig)
+  const runtime = await Effect.runPromise(
+    Effect.runtime<never>().pipe(Effect.provide(loggerLayer(config.logFormat)), Logger.withMinimumLogLevel(config.logLevel), Effect.scoped),
+  )
+  const log = Runtime.runSync(runtime)
+  const socketPath = process.env["SLUICE_FRONT_SOCKET"]!
+  const db = new Database(process.env["SLUICE_FRONT_READ_MODEL"]!, { readonly: true, fileMustExist: true })
+  db.pragma("busy_timeout = 5000")
+  db.pragma("cache_size = -4000")
+  const link = primaryLink()
+  const hot = makeHotReads(db, link.ask, process.env["SLUICE_FRONT_FRESH"] === "true")
+  const forward = forwarder(socketPath)
+  // Browsers' cross-origin requests (and their preflights) are the dispatch process's to answer, with its CORS headers.
+  const corsOrigins = config.corsOrigins.length > 0
+
+  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 }, (req, res) => {
+    const started = performance.now()
+    const method = req.method ?? "GET"
+    const url = req.url ?? "/"
+    const answered = corsOrigins && req.headers.origin !== undefined ? Promise.resolve(undefined) : hot(method, url, req.headers)
+    answered.then(
+      (answer) => {
+        if (answer === undefined) return forward(req, res)
+        const body = Buffer.from(answer.body)
+        res.writeHead(200, { "content-type": "application/json", "content-length": body.length }).end(body)
+        const seconds = (performance.now() - started) / 1000
+        link.tell({ t: "served", method, route: answer.route, status: 200, seconds })
+        const path = new URL(url, "http://front").pathname
+        log(
+          Effect.logInfo(`${method} ${path} 200`).pipe(
+            Effect.annotateLogs({
+              method,
+              route: answer.route,
+              status: 200,
+              ms: Math.round(seconds * 10_000) / 10,
+              ...(answer.batchId === undefined ? {} : { batch_id: answer.batchId }),
+              account: answer.account,
+            }),
+          ),
+        )
+      },
+      // A read model that could not be read (a file replaced under it): the dispatch process answers.
+      () => forward(req, res),
+    )
+  })
+
+  const close = () => {
+    server.close(() => process.exit(0))
+    server.closeIdleConnections()
+    setTimeout(() => {
+      server.closeAllConnections()
+      process.exit(0)
+    }, SHUTDOWN_GRACE_MS).unref()
+  }
+  process.on("message", (message: FrontClose | { t: string }) => {
+    if (message.t === "close") close()
+  })
+  // The dispatch process is gone (stopped, or killed): nothing here can be answered any more.
+  process.on("disconnect", () => {
+    server.closeAllConnections()
+    process.exit(0)
+  })
+  // A signal to the whole process group (Ctrl-C) is the dispatch process's to act on: it closes the fronts in order.
+  process.on("SIGINT", () => {})
+  process.on("SIGTERM", () => {})
+
+  server.on("error", (e: NodeJS.ErrnoException) => {
+    link.tell({ t: "listen_failed", code: e.code, message: e.message })
+    process.exit(1)
+  })
+  server.listen({ port: config.port, host: config.host }, () => link.tell({ t: "listening" }))
+}
+
+void main()

@@ -1,0 +1,158 @@
+import { HttpServerError } from "@effect/platform"
+import { Context, Deferred, Effect, Exit, FiberId, Layer, Runtime } from "effect"
+import cluster, { type Worker } from "node:cluster"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Metrics } from "../../metrics/Metrics.js"
+import { BatchAccess } from "../batchAccess.js"
+import { HttpSettings } from "../settings.js"
+import type { FrontAsk, FrontClose, FrontReply, FromFront } from "./protocol.js"
+
+/** How long the fronts may take to finish their open requests once told to close. */
+const CLOSE_WAIT_MS = 12_000
+
+/** Waits for every front to exit, bounded: they were told to close, and finish what they hold first. */
+const frontsExited = (waitMs: number) =>
+  Effect.async<void>((resume) => {
+    const live = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
+    if (live.length === 0) return resume(Effect.void)
+    let left = live.length
+    const timer = setTimeout(() => {
+      for (const w of live) if (!w.isDead()) w.process.kill("SIGKILL")
+    }, waitMs)
+    for (const w of live) {
+      w.once("exit", () => {
+        if (--left > 0) return
+        clearTimeout(timer)
+        resume(Effect.void)
+      })
+    }
+  })
+
+/**
+ * Where the dispatch process's own server listens for what the fronts hand on: a socket only this
+ * machine's processes reach. Made before that server and released after it, once the fronts have exited.
+ */
+export class FrontSocket extends Context.Tag("Http/FrontSocket")<FrontSocket, { readonly path: string }>() {
+  static readonly layer = Layer.scoped(
+    FrontSocket,
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const dir = mkdtempSync(join(tmpdir(), "sluice-"))
+        return { dir, path: join(dir, "dispatch.sock") }
+      }),
+      ({ dir }) => Effect.zipRight(frontsExited(CLOSE_WAIT_MS), Effect.sync(() => rmSync(dir, { recursive: true, force: true }))),
+    ),
+  )
+}
+
+/** The front program beside this module: its bundle next to the server's, or its source run through tsx. */
+const frontProgram = () =>
+  import.meta.url.endsWith(".ts")
+    ? { exec: fileURLToPath(new URL("./frontMain.ts", import.meta.url)), execArgv: [...process.execArgv, "--import", "tsx"] }
+    : { exec: fileURLToPath(new URL("./httpFront.mjs", import.meta.url)), execArgv: process.execArgv }
+
+
+export interface FrontsOptions {
+  readonly count: number
+  readonly host: string
+  readonly port: number
+  readonly readModelPath: string
+}
+
+/**
+ * The HTTP fronts: `count` processes that share the public port (the kernel spreads connections over
+ * them; this process never accepts one) and answer the polled reads from the read model, handing
+ * every other request to this process's server on its private socket. Built once that server
+ * listens; closed before it, so that requests in flight through a front are answered while the
+ * server drains, and the port is free once the layer is released.
+ */
+export const frontsLayer = (options: FrontsOptions) =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const access = yield* BatchAccess
+      const metrics = yield* Metrics
+      const socket = yield* FrontSocket
+      const settings = yield* HttpSettings
+      const runtime = yield* Effect.runtime<never>()
+      const runFork = Runtime.runFork(runtime)
+
+      const answer = (worker: Worker, ask: FrontAsk) =>
+        runFork(
+          Effect.gen(function* () {
+            yield* access.reachable
+            const now = access.now()
+            const live =
+              ask.t === "live"
+                ? ask.rows.map((row) => ({ eta: access.etas.ofBatch(row, now), waiting: access.waiting.ofBatch(row) }))
+                : undefined
+            return { t: "reply", id: ask.id, ok: true, now, ...(live === undefined ? {} : { live }) } satisfies FrontReply
+          }).pipe(
+            Effect.catchAll(() => Effect.succeed({ t: "reply", id: ask.id, ok: false } satisfies FrontReply)),
+            Effect.tap((reply) => Effect.sync(() => worker.isConnected() && worker.send(reply))),
+          ),
+        )
+
+      const started = new Map<number, { readonly done: Deferred.Deferred<void, HttpServerError.ServeError>; up: boolean }>()
+      const onMessage = (worker: Worker) => (message: FromFront) => {
+        switch (message.t) {
+          case "reach":
+          case "live":
+            return void answer(worker, message)
+          case "served":
+            return metrics.httpRequest(message.method, message.route, message.status, message.seconds)
+          case "listening": {
+            const state = started.get(worker.id)!
+            state.up = true
+            return Deferred.unsafeDone(state.done, Exit.void)
+          }
+          case "listen_failed":
+            return void Deferred.unsafeDone(
+              started.get(worker.id)!.done,
+              Exit.fail(new HttpServerError.ServeError({ cause: Object.assign(new Error(message.message), { code: message.code }) })),
+            )
+        }
+      }
+
+      // The kernel hands connections to the fronts' own accepts (not round-robin through this process).
+      cluster.schedulingPolicy = cluster.SCHED_NONE
+      cluster.setupPrimary({ ...frontProgram(), silent: false })
+      const env = {
+        SLUICE_FRONT_SOCKET: socket.path,
+        SLUICE_FRONT_READ_MODEL: options.readModelPath,
+        SLUICE_FRONT_FRESH: String(settings.freshReads === true),
+        SLUICE_HOST: options.host,
+        SLUICE_PORT: String(options.port),
+      }
+      let closing = false
+      const fork = (): Worker => {
+        const worker = cluster.fork(env)
+        const state = { done: Deferred.unsafeMake<void, HttpServerError.ServeError>(FiberId.none), up: false }
+        started.set(worker.id, state)
+        worker.on("message", onMessage(worker))
+        worker.on("exit", (code, signal) => {
+          // One that had not started fails the start; one that had is replaced, unless the service is stopping.
+          if (!state.up) {
+            const cause = new Error(`an HTTP front exited as it started (${signal ?? code})`)
+            return Deferred.unsafeDone(state.done, Exit.fail(new HttpServerError.ServeError({ cause })))
+          }
+          if (closing) return
+          runFork(Effect.logWarning(`an HTTP front exited (${signal ?? code}); starting another`))
+          setTimeout(() => closing || fork(), 1_000).unref()
+        })
+        return worker
+      }
+      const workers = Array.from({ length: options.count }, fork)
+      // Told before this process's server drains: they stop taking connections and finish the open ones,
+      // which the server answers; FrontSocket's release waits for them to exit.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          closing = true
+          for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send({ t: "close" } satisfies FrontClose)
+        }),
+      )
+      yield* Effect.forEach(workers, (w) => Deferred.await(started.get(w.id)!.done), { discard: true })
+    }),
+  )

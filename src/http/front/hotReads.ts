@@ -1,0 +1,169 @@
+import type Database from "better-sqlite3"
+import { Effect, Exit } from "effect"
+import { sha256 } from "../../actors/Accounts.js"
+import { FinalBatchStatuses } from "../../domain/api/BatchStatus.js"
+import { accountReads } from "../../projections/accountReads.js"
+import { type BatchRow, batchReads, toBatchObject } from "../../projections/batchReads.js"
+import { parseResultId, resultReads } from "../../projections/resultReads.js"
+import { noEta } from "../eta.js"
+import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "../pageParams.js"
+import type { FrontAsk, FrontReply } from "./protocol.js"
+
+type Param = string | ReadonlyArray<string> | undefined
+
+/** A read a front answers itself: its status, JSON text, and the route template and account for its log line. */
+export interface HotAnswer {
+  readonly route: string
+  readonly account: string
+  readonly batchId?: string
+  readonly body: string
+}
+
+export type Ask = (ask: FrontAsk extends infer A ? (A extends { id: number } ? Omit<A, "id"> : never) : never) => Promise<FrontReply>
+
+const bearer = /^Bearer\s+(.+)$/i
+const batchPath = /^\/v1\/batches\/([^/]+)$/
+const resultsPath = /^\/v1\/batches\/([^/]+)\/results$/
+
+/** The parameters a route's fast path knows; any other (or `as_of`) goes to the dispatch process, which answers every case. */
+const known = (params: URLSearchParams, names: ReadonlyArray<string>) => {
+  for (const name of params.keys()) if (!names.includes(name)) return false
+  return true
+}
+const param = (params: URLSearchParams, name: string): Param => {
+  const all = params.getAll(name)
+  return all.length === 0 ? undefined : all.length === 1 ? all[0] : all
+}
+const parsed = <A>(effect: Effect.Effect<A, unknown>) => {
+  const exit = Effect.runSyncExit(effect)
+  return Exit.isSuccess(exit) ? { ok: true as const, value: exit.value } : { ok: false as const }
+}
+
+/**
+ * The reads clients poll, answered from the read model on the front's own connection: a batch, the
+ * list of batches, a results page. Only the plain case that succeeds is answered here; a request with
+ * anything else (no key, a batch not the caller's, a parameter out of range, `as_of`, an account with
+ * a daily quota, the log away) answers `undefined`, and the front hands it to the dispatch process,
+ * whose handlers answer every case, errors included, exactly as before.
+ */
+export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) => {
+  const accounts = accountReads(db)
+  const batches = batchReads(db)
+  const results = resultReads(db)
+  // One snapshot a read: the list's ids and their rows, and a row and its results, agree.
+  const inSnapshot = <A>(read: () => A) => db.transaction(read)()
+
+  const caller = (headers: Record<string, string | Array<string> | undefined>) => {
+    const authorization = headers["authorization"]
+    const apiKey = headers["x-api-key"]
+    const secret =
+      (typeof authorization === "string" ? bearer.exec(authorization)?.[1]?.trim() : undefined) ??
+      (typeof apiKey === "string" ? apiKey.trim() : undefined)
+    if (secret === undefined || secret === "") return undefined
+    const key = accounts.keyBySecret(sha256(secret))
+    if (key === undefined || key.revoked_at !== null) return undefined
+    const account = accounts.account(key.account_id)
+    // A daily quota is checked against the usage of the actors' day: the dispatch process answers those accounts.
+    if (account === undefined || account.status !== "active" || account.daily_quota_usd !== null) return undefined
+    return { accountId: account.id, expiresAt: key.expires_at }
+  }
+
+  /** The log's standing and the actors' time; a key that has expired by that time is the dispatch process's to refuse. */
+  const reach = async (expiresAt: number | null, rows: ReadonlyArray<BatchRow> = []) => {
+    const open = rows.filter((row) => !FinalBatchStatuses.has(row.status))
+    const reply = await ask(open.length === 0 ? { t: "reach" } : { t: "live", rows: open })
+    if (!reply.ok || (expiresAt !== null && expiresAt * 1000 <= reply.now)) return undefined
+    const live = new Map(open.map((row, i) => [row.id, reply.live![i]!]))
+    return (row: BatchRow) => {
+      const facts = live.get(row.id)
+      return facts === undefined ? toBatchObject(row, noEta, null) : toBatchObject(row, facts.eta, facts.waiting)
+    }
+  }
+
+  const retrieve = async (who: { accountId: string; expiresAt: number | null }, batchId: string) => {
+    // On NATS the read model first catches up with the log's head (bounded), as every instance's reads do.
+    if (fresh && (await reach(who.expiresAt)) === undefined) return undefined
+    const row = inSnapshot(() => batches.ofAccount(who.accountId, batchId))
+    if (row === undefined) return undefined
+    const shown = await reach(who.expiresAt, [row])
+    return shown === undefined ? undefined : JSON.stringify(shown(row))
+  }
+
+  const list = async (who: { accountId: string; expiresAt: number | null }, params: URLSearchParams) => {
+    const limit = parsed(parseLimit(param(params, "limit"), 100, 20))
+    const after = parsed(parseAfter(param(params, "after")))
+    if (!limit.ok || !after.ok) return undefined
+    if (fresh && (await reach(who.expiresAt)) === undefined) return undefined
+    const rows = inSnapshot(() => {
+      let afterSeq: number | undefined
+      if (after.value !== undefined) {
+        const anchor = batches.ofAccount(who.accountId, after.value)
+        if (anchor === undefined) return undefined
+        afterSeq = anchor.seq
+      }
+      return batches.page(who.accountId, limit.value, afterSeq)
+    })
+    if (rows === undefined) return undefined
+    const page = rows.slice(0, limit.value)
+    const shown = await reach(who.expiresAt, page)
+    if (shown === undefined) return undefined
+    const data = page.map(shown)
+    return JSON.stringify({
+      object: "list",
+      data,
+      has_more: rows.length > limit.value,
+      first_id: data[0]?.id ?? null,
+      last_id: data[data.length - 1]?.id ?? null,
+    })
+  }
+
+  const resultsPage = async (who: { accountId: string; expiresAt: number | null }, batchId: string, params: URLSearchParams) => {
+    const limit = parsed(parseLimit(param(params, "limit"), 1000, 100))
+    const after = parsed(parseAfter(param(params, "after")))
+    const status = parsed(parseStatusFilter(param(params, "status")))
+    const code = parsed(parseErrorCodeFilter(param(params, "error_code")))
+    if (!limit.ok || !after.ok || !status.ok || !code.ok) return undefined
+    let from = 0
+    if (after.value !== undefined) {
+      const idx = parseResultId(after.value)
+      if (idx === undefined) return undefined
+      from = idx + 1
+    }
+    if ((await reach(who.expiresAt)) === undefined) return undefined
+    return inSnapshot(() =>
+      batches.ofAccount(who.accountId, batchId) === undefined
+        ? undefined
+        : results.pageJson(batchId, from, limit.value, { status: status.value, code: code.value }),
+    )
+  }
+
+  /** The answer of a read this front serves itself, or `undefined` to hand the request on. */
+  return async (method: string, url: string, headers: Record<string, string | Array<string> | undefined>): Promise<HotAnswer | undefined> => {
+    if (method !== "GET") return undefined
+    const parsedUrl = new URL(url, "http://front")
+    const path = parsedUrl.pathname
+    const params = parsedUrl.searchParams
+    let route: string
+    let batchId: string | undefined
+    let answer: (who: { accountId: string; expiresAt: number | null }) => Promise<string | undefined>
+    if (path === "/v1/batches") {
+      if (!known(params, ["limit", "after"])) return undefined
+      route = "/v1/batches"
+      answer = (who) => list(who, params)
+    } else if ((batchId = batchPath.exec(path)?.[1]) !== undefined) {
+      if (!known(params, [])) return undefined
+      const id = batchId
+      route = "/v1/batches/:batch_id"
+      answer = (who) => retrieve(who, id)
+    } else if ((batchId = resultsPath.exec(path)?.[1]) !== undefined) {
+      if (!known(params, ["limit", "after", "status", "error_code"])) return undefined
+      const id = batchId
+      route = "/v1/batches/:batch_id/results"
+      answer = (who) => resultsPage(who, id, params)
+    } else return undefined
+    const who = caller(headers)
+    if (who === undefined) return undefined
+    const body = await answer(who)
+    return body === undefined ? undefined : { route, account: who.accountId, body, ...(batchId === undefined ? {} : { batchId }) }
+  }
+}

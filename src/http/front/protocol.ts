@@ -1,0 +1,45 @@
+import type { Eta } from "../eta.js"
+import type { WaitingOn } from "../../domain/waiting/waitingOn.js"
+import type { BatchRow } from "../../projections/batchReads.js"
+
+/**
+ * What an HTTP front process and the dispatch process say to each other over the cluster's IPC
+ * channel. A front answers the polled reads from the read model itself and asks the dispatch
+ * process only for what lives there: whether the log answers (after catching up with it, on
+ * NATS), the actors' clock, and a running batch's queue estimate and `waiting_on`.
+ */
+export type FrontAsk =
+  /** The log's standing for a read, and the actors' time; on NATS, answered once the read model has reached the log's head. */
+  | { readonly t: "reach"; readonly id: number }
+  /** The same, and each unfinished batch's estimate and `waiting_on` as the dispatch process sees them now. */
+  | { readonly t: "live"; readonly id: number; readonly rows: ReadonlyArray<BatchRow> }
+
+export type FrontReply =
+  | { readonly t: "reply"; readonly id: number; readonly ok: false }
+  | { readonly t: "reply"; readonly id: number; readonly ok: true; readonly now: number; readonly live?: ReadonlyArray<LiveFacts> }
+
+export interface LiveFacts {
+  readonly eta: Eta
+  readonly waiting: WaitingOn | null
+}
+
+/** A read a front answered itself, for the dispatch process's request metrics. */
+export interface FrontServed {
+  readonly t: "served"
+  readonly method: string
+  readonly route: string
+  readonly status: number
+  readonly seconds: number
+}
+
+/** From a front: listening on the public address, or could not (its error code and message). */
+export type FrontState =
+  | { readonly t: "listening" }
+  | { readonly t: "listen_failed"; readonly code: string | undefined; readonly message: string }
+
+/** To a front: stop taking connections, finish the open ones, and exit. */
+export interface FrontClose {
+  readonly t: "close"
+}
+
+export type FromFront = FrontAsk | FrontServed | FrontState
