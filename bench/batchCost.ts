@@ -1,4 +1,4 @@
-import { cpuMs } from "./cpuTime.js"
+import { cpuMs, ownCpuMs } from "./cpuTime.js"
 import type { SluiceApi } from "./sluiceApi.js"
 
 export interface BatchCost {
@@ -17,14 +17,16 @@ export const batchCost = async (
   api: SluiceApi,
   body: string,
   rows: number,
-  pids: ReadonlyArray<number>,
+  /** A pid counts the process and those it started (Sluice's HTTP fronts); `{ own }` the process alone. */
+  pids: ReadonlyArray<number | { readonly own: number }>,
   hooks: { readonly accepted?: (batchId: string) => Promise<void>; readonly finished?: () => Promise<void> } = {},
 ): Promise<BatchCost> => {
   const created = await api.create(body)
   await hooks.accepted?.(created.id)
-  const cpu0 = pids.map(cpuMs)
+  const read = (pid: number | { readonly own: number }) => (typeof pid === "number" ? cpuMs(pid) : ownCpuMs(pid.own))
+  const cpu0 = pids.map(read)
   const done = await api.waitFinal(created.id, 25)
-  const cpu = pids.map((pid, i) => cpuMs(pid) - cpu0[i]!)
+  const cpu = pids.map((pid, i) => read(pid) - cpu0[i]!)
   await hooks.finished?.()
   const counts = done.batch.request_counts
   if (done.batch.status !== "completed" || counts.completed !== rows) {

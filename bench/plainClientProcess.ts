@@ -3,7 +3,7 @@
  * so that its CPU time is read from /proc apart from the bench driver's and Sluice's.
  * The parent sends `run`; the answer is the wall time and the process's CPU time over the calls alone.
  */
-import { cpuMs } from "./cpuTime.js"
+import { ownCpuMs } from "./cpuTime.js"
 import { runPlainClient } from "./plainClient.js"
 import { smallRows, upstreamBodies } from "./rows.js"
 
@@ -23,9 +23,9 @@ export interface PlainDone {
 
 process.on("message", (message: PlainRun) => {
   const bodies = upstreamBodies(smallRows(message.rows, message.model))
-  const cpu0 = cpuMs(process.pid)
+  const cpu0 = ownCpuMs(process.pid)
   void runPlainClient(message.upstreamUrl, bodies, message.concurrency).then((ms) =>
-    process.send!({ type: "done", ms, cpuMs: cpuMs(process.pid) - cpu0 } satisfies PlainDone),
+    process.send!({ type: "done", ms, cpuMs: ownCpuMs(process.pid) - cpu0 } satisfies PlainDone),
   )
 })
 process.send!({ type: "ready" })

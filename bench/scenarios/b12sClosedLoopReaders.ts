@@ -26,17 +26,17 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
   await batchCost(api, batchBody(smallRows(WARM_ROWS, MODELS.stub)), WARM_ROWS, [])
   const f = { alone: [] as Array<number>, read: [] as Array<number>, p99: [] as Array<number>, max: [] as Array<number>, errors: [] as Array<number>, perSecond: [] as Array<number> }
   const delay = { alone: [] as Array<LoopDelay>, read: [] as Array<LoopDelay> }
-  const cpu = { sluiceAlone: [] as Array<number>, stubAlone: [] as Array<number>, sluice: [] as Array<number>, readers: [] as Array<number>, stub: [] as Array<number> }
+  const cpu = { dispatchAlone: [] as Array<number>, dispatch: [] as Array<number>, sluiceAlone: [] as Array<number>, stubAlone: [] as Array<number>, sluice: [] as Array<number>, readers: [] as Array<number>, stub: [] as Array<number> }
   for (let t = 0; t < trials; t++) {
     let quiet: LoopDelay | undefined
-    const alone = await batchCost(api, body, rows, [sluice.pid, stub.pid], {
+    const alone = await batchCost(api, body, rows, [sluice.pid, stub.pid, { own: sluice.pid }], {
       accepted: async () => void (await scrapeLoopDelay(sluice.url)),
       finished: async () => void (quiet = await scrapeLoopDelay(sluice.url)),
     })
     await readers.warm({ baseUrl: sluice.url, key: BENCH_KEY, readers: b12Readers })
     let reading: { readonly stop: () => Promise<ReadersDone> } | undefined
     let busy: LoopDelay | undefined
-    const read = await batchCost(api, body, rows, [sluice.pid, readers.pid, stub.pid], {
+    const read = await batchCost(api, body, rows, [sluice.pid, readers.pid, stub.pid, { own: sluice.pid }], {
       accepted: async (batchId) => {
         await scrapeLoopDelay(sluice.url)
         reading = readers.run({ batchId, pauseMs: 0 })
@@ -58,12 +58,14 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
     cpu.sluice.push(cores(read.cpuMs[0]!, read.seconds))
     cpu.readers.push(cores(read.cpuMs[1]!, read.seconds))
     cpu.stub.push(cores(read.cpuMs[2]!, read.seconds))
+    cpu.dispatchAlone.push(cores(alone.cpuMs[2]!, alone.seconds))
+    cpu.dispatch.push(cores(read.cpuMs[3]!, read.seconds))
     ctx.progress(
       `B12s ${backend} trial ${t + 1}: ${f.read[t]!.toFixed(0)} rows/s with readers, ${f.alone[t]!.toFixed(0)} without; ` +
         `${latencies.length} reads (${f.perSecond[t]!.toFixed(0)}/s), p99 ${f.p99[t]!.toFixed(1)} ms, max ${f.max[t]!.toFixed(0)} ms, ${seen.errors} errors` +
         (seen.firstError === undefined ? "" : ` (first: ${seen.firstError})`) +
         `; loop delay p99 ${busy!.p99Ms.toFixed(1)} ms with readers, ${quiet!.p99Ms.toFixed(1)} without; ` +
-        `cores with readers: Sluice ${cpu.sluice[t]!.toFixed(2)}, readers ${cpu.readers[t]!.toFixed(2)}, stub ${cpu.stub[t]!.toFixed(2)}; without: Sluice ${cpu.sluiceAlone[t]!.toFixed(2)}, stub ${cpu.stubAlone[t]!.toFixed(2)}`,
+        `cores with readers: Sluice ${cpu.sluice[t]!.toFixed(2)} (its dispatch process ${cpu.dispatch[t]!.toFixed(2)}), readers ${cpu.readers[t]!.toFixed(2)}, stub ${cpu.stub[t]!.toFixed(2)}; without: Sluice ${cpu.sluiceAlone[t]!.toFixed(2)} (dispatch ${cpu.dispatchAlone[t]!.toFixed(2)}), stub ${cpu.stubAlone[t]!.toFixed(2)}`,
     )
   }
   const scenario = `${b12Readers} closed-loop readers during B2s (${rows.toLocaleString("en")} rows, stub upstream, ${slots} slots)`
@@ -77,9 +79,11 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
     figure({ id: "B12s", scenario, backend, figure: "reader max (ms)", samples: f.max, target: atMost(250) }),
     figure({ id: "B12s", scenario, backend, figure: "reader errors", samples: f.errors, target: atMost(0) }),
     cpuFigure("Sluice, with readers", cpu.sluice),
+    cpuFigure("Sluice's dispatch process, with readers", cpu.dispatch),
     cpuFigure("readers' process", cpu.readers),
     cpuFigure("stub, with readers", cpu.stub),
     cpuFigure("Sluice, without readers", cpu.sluiceAlone),
+    cpuFigure("Sluice's dispatch process, without readers", cpu.dispatchAlone),
     cpuFigure("stub, without readers", cpu.stubAlone),
     figure({ id: "B12d", scenario, backend, figure: "dispatch loop delay p99 (ms), with readers", samples: delay.read.map((d) => d.p99Ms), digits: 1, target: atMost(10) }),
     figure({ id: "B12d", scenario, backend, figure: "dispatch loop delay max (ms), with readers", samples: delay.read.map((d) => d.maxMs) }),
@@ -102,7 +106,7 @@ export const b12sClosedLoopReaders: Scenario = {
         figures: [...embedded, ...onNats],
         notes: [
           `B12s: issue 29's B12, B12 in a closed loop against B2s's stub upstream (the paced B12 above is unchanged). Each trial runs B2s's batch alone, then the same batch again with ${b12Readers} readers (bench/readers.ts, their own process, one keep-alive socket each, opened before the batch is created) that from the create's answer until \`completed\` is seen send their next read as soon as the last is answered: a third GET /v1/batches/{id}, a third walk its results pages of 100, a third GET /v1/batches?limit=20. ` +
-            "Cores used is a process's CPU time (user + system, all threads, /proc) over the batch ÷ the batch's wall time; on 2 cores the readers' own process takes a share of them, which bounds the dispatch ratio here whatever Sluice does. nats-server's CPU is not counted.",
+            "Cores used is a process's CPU time (user + system, all threads, /proc) over the batch ÷ the batch's wall time; Sluice's counts its HTTP fronts (SLUICE_HTTP_WORKERS, the processes it starts), its dispatch process's does not; on 2 cores the readers' own process takes a share of them, which bounds the dispatch ratio here whatever Sluice does. nats-server's CPU is not counted.",
           "B12d: the event-loop delay of Sluice's main thread (the one that dispatches) over each of B12s's two runs, from prom-client's default metrics on /metrics: a `monitorEventLoopDelay` histogram (10 ms resolution) that every scrape reads and resets, scraped at the create's answer and again at `completed`. Node records the interval between the histogram's 10 ms ticks, so 10 ms is taken off each figure: an idle loop reads about 1 ms.",
         ],
       }

@@ -1,6 +1,6 @@
 import { batchCost } from "../batchCost.js"
 import type { Context, Running } from "../context.js"
-import { cpuMs } from "../cpuTime.js"
+import { ownCpuMs } from "../cpuTime.js"
 import { type Backend, type Figure, atLeast, atMost, figure } from "../figures.js"
 import { runPlainClient } from "../plainClient.js"
 import { MODELS, type Sim } from "../processes.js"
@@ -23,9 +23,9 @@ const measure = async (ctx: Context, backend: Backend, running: Running, sim: Si
   const simCpu: Array<number> = []
   for (let t = 0; t < trials; t++) {
     // The plain client runs in this process, which does nothing else meanwhile: its CPU is the plain client's.
-    const cpu0 = cpuMs(process.pid)
+    const cpu0 = ownCpuMs(process.pid)
     plain.push(rows / ((await runPlainClient(sim.url, bodies, slots)) / 1000))
-    plainCpu.push(usPerRow(cpuMs(process.pid) - cpu0, rows))
+    plainCpu.push(usPerRow(ownCpuMs(process.pid) - cpu0, rows))
     const cost = await batchCost(running.api, body, rows, [running.sluice.pid, sim.pid])
     sluice.push(cost.rowsPerSecond)
     sluiceCpu.push(usPerRow(cost.cpuMs[0]!, rows))

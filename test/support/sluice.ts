@@ -34,6 +34,8 @@ export interface SluiceOptions {
 
 export interface Sluice {
   readonly url: string
+  /** The server's process (its HTTP fronts, SLUICE_HTTP_WORKERS, are its children). */
+  readonly pid: number
   readonly dataDir: string
   readonly port: number
   output(): string
@@ -147,6 +149,7 @@ const launch = async (options: SluiceOptions, dataDir: string): Promise<Sluice |
   }
   const started: Sluice = {
     url,
+    pid: child.pid!,
     dataDir,
     port,
     output: () => output,

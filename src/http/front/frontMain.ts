@@ -1,5 +1,6 @@
 import Database from "better-sqlite3"
 import { Effect, Logger, Runtime } from "effect"
+import cluster from "node:cluster"
 import { createServer } from "node:http"
 import { SluiceConfig } from "../../config/Config.js"
 import { loggerLayer } from "../../logLines.js"
@@ -18,11 +19,22 @@ const SHUTDOWN_GRACE_MS = 10_000
  * hands every other request to the dispatch process over a private socket.
  */
 const main = async () => {
+  // Listened for before anything is awaited: a front forked just before the service stops is told to
+  // close while it starts, and a message with no listener yet would be lost (and the front left running).
+  let close: () => void = () => process.exit(0)
+  process.on("message", (message: FrontClose | { t: string }) => {
+    if (message.t === "close") close()
+  })
+  // The dispatch process is gone (stopped, or killed): nothing here can be answered any more.
+  let disconnected: () => void = () => process.exit(0)
+  process.on("disconnect", () => disconnected())
   const config = await Effect.runPromise(SluiceConfig)
   const runtime = await Effect.runPromise(
     Effect.runtime<never>().pipe(Effect.provide(loggerLayer(config.logFormat)), Logger.withMinimumLogLevel(config.logLevel), Effect.scoped),
   )
   const log = Runtime.runSync(runtime)
+  // Which front answered a read, in its log line: the dispatch process's lines have none.
+  const frontId = cluster.worker?.id ?? process.pid
   const socketPath = process.env["SLUICE_FRONT_SOCKET"]!
   const db = new Database(process.env["SLUICE_FRONT_READ_MODEL"]!, { readonly: true, fileMustExist: true })
   db.pragma("busy_timeout = 5000")
@@ -35,6 +47,9 @@ const main = async () => {
 
   const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 }, (req, res) => {
     const started = performance.now()
+    // Once closing, each connection ends with the request it carries.
+    if (closing) res.setHeader("connection", "close")
+    else res.once("finish", () => closing && server.closeIdleConnections())
     const method = req.method ?? "GET"
     const url = req.url ?? "/"
     const answered = corsOrigins && req.headers.origin !== undefined ? Promise.resolve(undefined) : hot(method, url, req.headers)
@@ -55,6 +70,7 @@ const main = async () => {
               ms: Math.round(seconds * 10_000) / 10,
               ...(answer.batchId === undefined ? {} : { batch_id: answer.batchId }),
               account: answer.account,
+              front: frontId,
             }),
           ),
         )
@@ -64,7 +80,9 @@ const main = async () => {
     )
   })
 
-  const close = () => {
+  let closing = false
+  close = () => {
+    closing = true
     server.close(() => process.exit(0))
     server.closeIdleConnections()
     setTimeout(() => {
@@ -72,14 +90,10 @@ const main = async () => {
       process.exit(0)
     }, SHUTDOWN_GRACE_MS).unref()
   }
-  process.on("message", (message: FrontClose | { t: string }) => {
-    if (message.t === "close") close()
-  })
-  // The dispatch process is gone (stopped, or killed): nothing here can be answered any more.
-  process.on("disconnect", () => {
+  disconnected = () => {
     server.closeAllConnections()
     process.exit(0)
-  })
+  }
   // A signal to the whole process group (Ctrl-C) is the dispatch process's to act on: it closes the fronts in order.
   process.on("SIGINT", () => {})
   process.on("SIGTERM", () => {})

@@ -95,6 +95,8 @@ export const frontsLayer = (options: FrontsOptions) =>
           ),
         )
 
+      let closing = false
+      let serving = false
       const started = new Map<number, { readonly done: Deferred.Deferred<void, HttpServerError.ServeError>; up: boolean }>()
       const onMessage = (worker: Worker) => (message: FromFront) => {
         switch (message.t) {
@@ -106,6 +108,8 @@ export const frontsLayer = (options: FrontsOptions) =>
           case "listening": {
             const state = started.get(worker.id)!
             state.up = true
+            // Up just as the service stops: it closes with the others.
+            if (closing) worker.send({ t: "close" } satisfies FrontClose)
             return Deferred.unsafeDone(state.done, Exit.void)
           }
           case "listen_failed":
@@ -126,33 +130,43 @@ export const frontsLayer = (options: FrontsOptions) =>
         SLUICE_HOST: options.host,
         SLUICE_PORT: String(options.port),
       }
-      let closing = false
-      const fork = (): Worker => {
+      const fork = () => {
         const worker = cluster.fork(env)
         const state = { done: Deferred.unsafeMake<void, HttpServerError.ServeError>(FiberId.none), up: false }
         started.set(worker.id, state)
         worker.on("message", onMessage(worker))
         worker.on("exit", (code, signal) => {
-          // One that had not started fails the start; one that had is replaced, unless the service is stopping.
+          started.delete(worker.id)
           if (!state.up) {
             const cause = new Error(`an HTTP front exited as it started (${signal ?? code})`)
-            return Deferred.unsafeDone(state.done, Exit.fail(new HttpServerError.ServeError({ cause })))
+            Deferred.unsafeDone(state.done, Exit.fail(new HttpServerError.ServeError({ cause })))
           }
-          if (closing) return
+          // One of the first that does not start fails the service's start; later, any that exits is
+          // replaced, unless the service is stopping.
+          if (!serving || closing) return
           runFork(Effect.logWarning(`an HTTP front exited (${signal ?? code}); starting another`))
           setTimeout(() => closing || fork(), 1_000).unref()
         })
-        return worker
+        return state
       }
-      const workers = Array.from({ length: options.count }, fork)
+      const first = Array.from({ length: options.count }, fork)
       // Told before this process's server drains: they stop taking connections and finish the open ones,
       // which the server answers; FrontSocket's release waits for them to exit.
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
           closing = true
-          for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send({ t: "close" } satisfies FrontClose)
+          for (const w of Object.values(cluster.workers ?? {})) {
+            if (w === undefined || !w.isConnected()) continue
+            // One still starting holds no connection, and could miss a message sent before it listens for them.
+            if (started.get(w.id)?.up === true) w.send({ t: "close" } satisfies FrontClose)
+            else w.process.kill("SIGKILL")
+          }
         }),
       )
-      yield* Effect.forEach(workers, (w) => Deferred.await(started.get(w.id)!.done), { discard: true })
+      yield* Effect.forEach(first, (state) => Deferred.await(state.done), { discard: true })
+      serving = true
+      yield* Effect.logInfo(
+        `${options.count} HTTP front${options.count === 1 ? "" : "s"} serve the port; this process answers what they hand on at ${socket.path}`,
+      )
     }),
   )
