@@ -1,4 +1,4 @@
-import { Logger } from "effect"
+import { Cause, FiberId, FiberRefs, HashMap, List, Logger, LogLevel } from "effect"
 
 /**
  * A logger that writes its formatted lines to standard output together, once per turn of the event
@@ -30,3 +30,26 @@ export const loggerLayer = (format: "text" | "json" | "pretty") =>
   format === "pretty"
     ? Logger.pretty
     : Logger.replace(Logger.defaultLogger, linesToStdout(format === "json" ? Logger.jsonLogger : Logger.logfmtLogger))
+
+/**
+ * Writes one info line as `loggerLayer(format)` would, without running an effect: the HTTP fronts
+ * (src/http/front) log a line per read they answer, and a fiber a line was a tenth of a read's cost.
+ */
+export const infoLines = (format: "text" | "json" | "pretty", minimum: LogLevel.LogLevel) => {
+  const logger =
+    format === "pretty" ? Logger.prettyLoggerDefault : linesToStdout(format === "json" ? Logger.jsonLogger : Logger.logfmtLogger)
+  const context = FiberRefs.empty()
+  return (message: string, annotations: Record<string, unknown>) => {
+    if (LogLevel.lessThan(LogLevel.Info, minimum)) return
+    logger.log({
+      fiberId: FiberId.make(0, 0),
+      logLevel: LogLevel.Info,
+      message,
+      cause: Cause.empty,
+      context,
+      spans: List.empty(),
+      annotations: HashMap.fromIterable(Object.entries(annotations)),
+      date: new Date(),
+    })
+  }
+}

@@ -1,40 +1,43 @@
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { ResultStatus } from "../domain/api/index.js"
 import { badRequest } from "./errors.js"
 
 type Param = string | ReadonlyArray<string> | undefined
+type BadRequest = ReturnType<typeof badRequest>
 
-const single = (name: string, value: Param) =>
-  typeof value === "string" || value === undefined
-    ? Effect.succeed(value)
-    : Effect.fail(badRequest(`'${name}' may be given only once`, name))
+// Each parameter is checked as a plain Either (the HTTP fronts check them on every read, with no
+// effect to run) and parsed as an Effect by the handlers.
+const single = (name: string, value: Param): Either.Either<string | undefined, BadRequest> =>
+  typeof value === "string" || value === undefined ? Either.right(value) : Either.left(badRequest(`'${name}' may be given only once`, name))
 
-export const parseLimit = (value: Param, max: number, fallback: number) =>
-  Effect.flatMap(single("limit", value), (text) => {
-    if (text === undefined) return Effect.succeed(fallback)
+export const checkLimit = (value: Param, max: number, fallback: number): Either.Either<number, BadRequest> =>
+  Either.flatMap(single("limit", value), (text) => {
+    if (text === undefined) return Either.right(fallback)
     const n = /^[0-9]{1,7}$/.test(text) ? Number(text) : Number.NaN
-    return n >= 1 && n <= max
-      ? Effect.succeed(n)
-      : Effect.fail(badRequest(`'limit' must be a whole number from 1 to ${max}, got '${text}'`, "limit"))
+    return n >= 1 && n <= max ? Either.right(n) : Either.left(badRequest(`'limit' must be a whole number from 1 to ${max}, got '${text}'`, "limit"))
   })
+export const parseLimit = checkLimit
 
-export const parseAfter = (value: Param) => single("after", value)
+export const checkAfter = (value: Param) => single("after", value)
+export const parseAfter = checkAfter
 
 const resultStatuses: ReadonlySet<string> = new Set(ResultStatus.literals)
 
-export const parseStatusFilter = (value: Param) =>
-  Effect.flatMap(single("status", value), (text) =>
+export const checkStatusFilter = (value: Param) =>
+  Either.flatMap(single("status", value), (text) =>
     text === undefined || resultStatuses.has(text)
-      ? Effect.succeed(text)
-      : Effect.fail(badRequest(`'status' must be one of ${[...resultStatuses].join(", ")}, got '${text}'`, "status")),
+      ? Either.right(text)
+      : Either.left(badRequest(`'status' must be one of ${[...resultStatuses].join(", ")}, got '${text}'`, "status")),
   )
+export const parseStatusFilter = checkStatusFilter
 
-export const parseErrorCodeFilter = (value: Param) =>
-  Effect.flatMap(single("error_code", value), (text) =>
+export const checkErrorCodeFilter = (value: Param) =>
+  Either.flatMap(single("error_code", value), (text) =>
     text === undefined || /^[a-z0-9_]{1,64}$/.test(text)
-      ? Effect.succeed(text)
-      : Effect.fail(badRequest(`'error_code' must be an error code such as timeout, got '${text}'`, "error_code")),
+      ? Either.right(text)
+      : Either.left(badRequest(`'error_code' must be an error code such as timeout, got '${text}'`, "error_code")),
   )
+export const parseErrorCodeFilter = checkErrorCodeFilter
 
 /** `as_of`: a Unix time in whole seconds, no later than a year 9999 could write. */
 export const parseAsOf = (value: Param) =>

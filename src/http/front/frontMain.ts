@@ -1,9 +1,9 @@
 import Database from "better-sqlite3"
-import { Effect, Logger, Runtime } from "effect"
+import { Effect } from "effect"
 import cluster from "node:cluster"
 import { createServer } from "node:http"
 import { SluiceConfig } from "../../config/Config.js"
-import { loggerLayer } from "../../logLines.js"
+import { infoLines } from "../../logLines.js"
 import { forwarder } from "./forward.js"
 import { makeHotReads } from "./hotReads.js"
 import { primaryLink } from "./primaryLink.js"
@@ -29,10 +29,7 @@ const main = async () => {
   let disconnected: () => void = () => process.exit(0)
   process.on("disconnect", () => disconnected())
   const config = await Effect.runPromise(SluiceConfig)
-  const runtime = await Effect.runPromise(
-    Effect.runtime<never>().pipe(Effect.provide(loggerLayer(config.logFormat)), Logger.withMinimumLogLevel(config.logLevel), Effect.scoped),
-  )
-  const log = Runtime.runSync(runtime)
+  const log = infoLines(config.logFormat, config.logLevel)
   // Which front answered a read, in its log line: the dispatch process's lines have none.
   const frontId = cluster.worker?.id ?? process.pid
   const socketPath = process.env["SLUICE_FRONT_SOCKET"]!
@@ -59,21 +56,17 @@ const main = async () => {
         const body = Buffer.from(answer.body)
         res.writeHead(200, { "content-type": "application/json", "content-length": body.length }).end(body)
         const seconds = (performance.now() - started) / 1000
-        link.tell({ t: "served", method, route: answer.route, status: 200, seconds })
+        link.tellServed({ method, route: answer.route, status: 200, seconds })
         const path = new URL(url, "http://front").pathname
-        log(
-          Effect.logInfo(`${method} ${path} 200`).pipe(
-            Effect.annotateLogs({
-              method,
-              route: answer.route,
-              status: 200,
-              ms: Math.round(seconds * 10_000) / 10,
-              ...(answer.batchId === undefined ? {} : { batch_id: answer.batchId }),
-              account: answer.account,
-              front: frontId,
-            }),
-          ),
-        )
+        log(`${method} ${path} 200`, {
+          method,
+          route: answer.route,
+          status: 200,
+          ms: Math.round(seconds * 10_000) / 10,
+          ...(answer.batchId === undefined ? {} : { batch_id: answer.batchId }),
+          account: answer.account,
+          front: frontId,
+        })
       },
       // A read model that could not be read (a file replaced under it): the dispatch process answers.
       () => forward(req, res),

@@ -1,12 +1,12 @@
 import type Database from "better-sqlite3"
-import { Effect, Exit } from "effect"
+import { Either } from "effect"
 import { sha256 } from "../../actors/Accounts.js"
 import { FinalBatchStatuses } from "../../domain/api/BatchStatus.js"
 import { accountReads } from "../../projections/accountReads.js"
 import { type BatchRow, batchReads, toBatchObject } from "../../projections/batchReads.js"
 import { parseResultId, resultReads } from "../../projections/resultReads.js"
 import { noEta } from "../eta.js"
-import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "../pageParams.js"
+import { checkAfter, checkErrorCodeFilter, checkLimit, checkStatusFilter } from "../pageParams.js"
 import type { FrontAsk, FrontReply } from "./protocol.js"
 
 type Param = string | ReadonlyArray<string> | undefined
@@ -34,10 +34,8 @@ const param = (params: URLSearchParams, name: string): Param => {
   const all = params.getAll(name)
   return all.length === 0 ? undefined : all.length === 1 ? all[0] : all
 }
-const parsed = <A>(effect: Effect.Effect<A, unknown>) => {
-  const exit = Effect.runSyncExit(effect)
-  return Exit.isSuccess(exit) ? { ok: true as const, value: exit.value } : { ok: false as const }
-}
+const parsed = <A>(either: Either.Either<A, unknown>) =>
+  Either.isRight(either) ? { ok: true as const, value: either.right } : { ok: false as const }
 
 /**
  * The reads clients poll, answered from the read model on the front's own connection: a batch, the
@@ -90,8 +88,8 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
   }
 
   const list = async (who: { accountId: string; expiresAt: number | null }, params: URLSearchParams) => {
-    const limit = parsed(parseLimit(param(params, "limit"), 100, 20))
-    const after = parsed(parseAfter(param(params, "after")))
+    const limit = parsed(checkLimit(param(params, "limit"), 100, 20))
+    const after = parsed(checkAfter(param(params, "after")))
     if (!limit.ok || !after.ok) return undefined
     if (fresh && (await reach(who.expiresAt)) === undefined) return undefined
     const rows = inSnapshot(() => {
@@ -118,10 +116,10 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
   }
 
   const resultsPage = async (who: { accountId: string; expiresAt: number | null }, batchId: string, params: URLSearchParams) => {
-    const limit = parsed(parseLimit(param(params, "limit"), 1000, 100))
-    const after = parsed(parseAfter(param(params, "after")))
-    const status = parsed(parseStatusFilter(param(params, "status")))
-    const code = parsed(parseErrorCodeFilter(param(params, "error_code")))
+    const limit = parsed(checkLimit(param(params, "limit"), 1000, 100))
+    const after = parsed(checkAfter(param(params, "after")))
+    const status = parsed(checkStatusFilter(param(params, "status")))
+    const code = parsed(checkErrorCodeFilter(param(params, "error_code")))
     if (!limit.ok || !after.ok || !status.ok || !code.ok) return undefined
     let from = 0
     if (after.value !== undefined) {

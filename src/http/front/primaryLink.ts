@@ -1,35 +1,54 @@
-import type { FrontAsk, FrontReply, FromFront } from "./protocol.js"
+import type { FrontAsk, FrontReplies, FrontReply, FrontServed, FromFront } from "./protocol.js"
 
 type Unnumbered = FrontAsk extends infer A ? (A extends { id: number } ? Omit<A, "id"> : never) : never
+type Served = FrontServed["reads"][number]
 
 /**
- * The front's side of the IPC channel to the dispatch process: asks numbered and answered in any
- * order. If the channel closes, what waits is answered "not ok", so the request is handed on and
+ * The front's side of the IPC channel to the dispatch process: the asks and the served reads of one
+ * turn of this loop go in one message each (a message each was most of what a read cost the dispatch
+ * process). If the channel closes, what waits is answered "not ok", so the request is handed on and
  * fails there like any request to a stopped server.
  */
 export const primaryLink = () => {
   const waiting = new Map<number, (reply: FrontReply) => void>()
   let next = 0
-  process.on("message", (message: FrontReply | { t: string }) => {
-    if (message.t !== "reply") return
-    const reply = message as FrontReply
-    const resolve = waiting.get(reply.id)
-    waiting.delete(reply.id)
-    resolve?.(reply)
+  let asks: Array<FrontAsk> = []
+  let served: Array<Served> = []
+  const send = (message: FromFront) => {
+    if (process.connected) process.send!(message)
+  }
+  const flush = () => {
+    if (asks.length > 0) send({ t: "asks", asks })
+    if (served.length > 0) send({ t: "served", reads: served })
+    asks = []
+    served = []
+  }
+  const later = () => {
+    if (asks.length + served.length === 1) setImmediate(flush)
+  }
+  process.on("message", (message: FrontReplies | { t: string }) => {
+    if (message.t !== "replies") return
+    for (const reply of (message as FrontReplies).replies) {
+      const resolve = waiting.get(reply.id)
+      waiting.delete(reply.id)
+      resolve?.(reply)
+    }
   })
   process.on("disconnect", () => {
     for (const [id, resolve] of waiting) resolve({ t: "reply", id, ok: false })
     waiting.clear()
   })
-  const tell = (message: FromFront) => {
-    if (process.connected) process.send!(message)
-  }
   const ask = (question: Unnumbered): Promise<FrontReply> =>
     new Promise((resolve) => {
       const id = next++
       if (!process.connected) return resolve({ t: "reply", id, ok: false })
       waiting.set(id, resolve)
-      process.send!({ ...question, id })
+      asks.push({ ...question, id } as FrontAsk)
+      later()
     })
-  return { ask, tell }
+  const tellServed = (read: Served) => {
+    served.push(read)
+    later()
+  }
+  return { ask, tellServed, tell: send }
 }

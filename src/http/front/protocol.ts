@@ -18,18 +18,25 @@ export type FrontReply =
   | { readonly t: "reply"; readonly id: number; readonly ok: false }
   | { readonly t: "reply"; readonly id: number; readonly ok: true; readonly now: number; readonly live?: ReadonlyArray<LiveFacts> }
 
+/** The asks of one turn of a front's loop, sent together; answered together. */
+export interface FrontAsks {
+  readonly t: "asks"
+  readonly asks: ReadonlyArray<FrontAsk>
+}
+export interface FrontReplies {
+  readonly t: "replies"
+  readonly replies: ReadonlyArray<FrontReply>
+}
+
 export interface LiveFacts {
   readonly eta: Eta
   readonly waiting: WaitingOn | null
 }
 
-/** A read a front answered itself, for the dispatch process's request metrics. */
+/** The reads a front answered itself in one turn of its loop, for the dispatch process's request metrics. */
 export interface FrontServed {
   readonly t: "served"
-  readonly method: string
-  readonly route: string
-  readonly status: number
-  readonly seconds: number
+  readonly reads: ReadonlyArray<{ readonly method: string; readonly route: string; readonly status: number; readonly seconds: number }>
 }
 
 /** From a front: listening on the public address, or could not (its error code and message). */
@@ -42,4 +49,4 @@ export interface FrontClose {
   readonly t: "close"
 }
 
-export type FromFront = FrontAsk | FrontServed | FrontState
+export type FromFront = FrontAsks | FrontServed | FrontState
