@@ -52,16 +52,21 @@ describe("start-up failures are one clear line", () => {
     await nats?.stop()
   })
 
-  it("a port already in use", async () => {
+  // Served by the dispatch process itself, or by HTTP fronts, which report the same failure to it.
+  it.each(["0", "2"])("a port already in use (SLUICE_HTTP_WORKERS=%s)", async (workers) => {
     const port = await freePort()
     const holder: Server = createServer()
     await new Promise<void>((resolve) => holder.listen(port, "127.0.0.1", resolve))
     try {
-      const run = await start({ SLUICE_PORT: String(port) })
+      const run = await start({ SLUICE_PORT: String(port), SLUICE_HTTP_WORKERS: workers })
       expectOneLine(run, new RegExp(`^sluice: 127\\.0\\.0\\.1:${port} is already in use: stop what listens there, or set SLUICE_PORT to a free port$`))
     } finally {
       await new Promise((resolve) => holder.close(resolve))
     }
+  })
+
+  it("a number of HTTP fronts out of range", async () => {
+    expectOneLine(await start({ SLUICE_HTTP_WORKERS: "65" }), /^sluice: .*SLUICE_HTTP_WORKERS must be from 0 to 64.*: fix the variable/)
   })
 
   it("a NATS_URL that does not answer", async () => {
