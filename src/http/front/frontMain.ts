@@ -57,8 +57,7 @@ const main = async () => {
         res.writeHead(200, { "content-type": "application/json", "content-length": body.length }).end(body)
         const seconds = (performance.now() - started) / 1000
         link.tellServed({ method, route: answer.route, status: 200, seconds })
-        const path = new URL(url, "http://front").pathname
-        log(`${method} ${path} 200`, {
+        log(`${method} ${answer.path} 200`, {
           method,
           route: answer.route,
           status: 200,

@@ -92,8 +92,13 @@ export const frontsLayer = (options: FrontsOptions) =>
             for (const [worker, asks] of batch) {
               const replies = asks.map((ask): FrontReply => {
                 if (reached._tag === "Left") return { t: "reply", id: ask.id, ok: false }
-                const live = ask.t === "live" ? ask.rows.map((row) => ({ eta: access.etas.ofBatch(row, now), waiting: access.waiting.ofBatch(row) })) : undefined
-                return { t: "reply", id: ask.id, ok: true, now, ...(live === undefined ? {} : { live }) }
+                try {
+                  const live = ask.t === "live" ? ask.rows.map((row) => ({ eta: access.etas.ofBatch(row, now), waiting: access.waiting.ofBatch(row) })) : undefined
+                  return { t: "reply", id: ask.id, ok: true, now, ...(live === undefined ? {} : { live }) }
+                } catch {
+                  // Every ask is answered, or its read would wait for ever: this one is handed on, and answered there.
+                  return { t: "reply", id: ask.id, ok: false }
+                }
               })
               if (worker.isConnected()) worker.send({ t: "replies", replies } satisfies FrontReplies)
             }

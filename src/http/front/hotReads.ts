@@ -13,6 +13,7 @@ type Param = string | ReadonlyArray<string> | undefined
 
 /** A read a front answers itself: its status, JSON text, and the route template and account for its log line. */
 export interface HotAnswer {
+  readonly path: string
   readonly route: string
   readonly account: string
   readonly batchId?: string
@@ -162,6 +163,6 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
     const who = caller(headers)
     if (who === undefined) return undefined
     const body = await answer(who)
-    return body === undefined ? undefined : { route, account: who.accountId, body, ...(batchId === undefined ? {} : { batchId }) }
+    return body === undefined ? undefined : { path, route, account: who.accountId, body, ...(batchId === undefined ? {} : { batchId }) }
   }
 }
