@@ -13,7 +13,9 @@ const envelope = JSON.stringify({
  * come. A client that goes away ends the request there too.
  */
 export const forwarder = (socketPath: string) => {
-  const agent = new Agent({ keepAlive: true, maxSockets: 512 })
+  // No cap on sockets (Node's default): each event stream a client holds open keeps one, and a cap would
+  // leave every request beyond it waiting for a stream to end.
+  const agent = new Agent({ keepAlive: true })
   return (req: IncomingMessage, res: ServerResponse) => {
     const headers: Record<string, string | Array<string>> = {}
     for (const [name, value] of Object.entries(req.headers)) {
