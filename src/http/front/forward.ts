@@ -14,8 +14,10 @@ const envelope = JSON.stringify({
  */
 export const forwarder = (socketPath: string) => {
   // No cap on sockets (Node's default): each event stream a client holds open keeps one, and a cap would
-  // leave every request beyond it waiting for a stream to end.
-  const agent = new Agent({ keepAlive: true })
+  // leave every request beyond it waiting for a stream to end. An idle socket is closed here after 60 s,
+  // before the dispatch process's server closes it at 65 s: a request sent on a socket the server is
+  // closing would be reset. (Node's agent takes the server's Keep-Alive hint only below a timeout of its own.)
+  const agent = new Agent({ keepAlive: true, timeout: 60_000 })
   return (req: IncomingMessage, res: ServerResponse) => {
     const headers: Record<string, string | Array<string>> = {}
     for (const [name, value] of Object.entries(req.headers)) {
