@@ -9,14 +9,12 @@ import { priorityRefusal } from "../domain/account/priorityAllowance.js"
 import type { Priority } from "../domain/scheduling/priority.js"
 import { ReadModel } from "../projections/ReadModel.js"
 import { usedUsd } from "../projections/usageReads.js"
+import { apiKeyOf, bearerOf } from "./apiKey.js"
 import { RetryLater, forbidden, quotaExhausted, unauthorized } from "./errors.js"
 import { noteAccount } from "./observe.js"
 
-const bearer = /^Bearer\s+(.+)$/i
-
 /** The token of an `Authorization: Bearer` header, if the request sent one. */
-export const sentBearer = (request: HttpServerRequest.HttpServerRequest) =>
-  bearer.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+export const sentBearer = (request: HttpServerRequest.HttpServerRequest) => bearerOf(request.headers)
 
 /** Compares in constant time, so the admin token cannot be guessed a character at a time. */
 export const sameSecret = (sent: string, expected: string) => {
@@ -41,9 +39,8 @@ const withinDailyQuota = (account: Account) =>
 /** The caller's key, from `Authorization: Bearer` or `X-API-Key`, while its account has quota left. */
 export const authenticate = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const header = request.headers["authorization"]
-  const secret = (header === undefined ? undefined : bearer.exec(header)?.[1]?.trim()) ?? request.headers["x-api-key"]?.trim()
-  if (secret === undefined || secret === "") {
+  const secret = apiKeyOf(request.headers)
+  if (secret === undefined) {
     return yield* Effect.fail(
       unauthorized("Missing API key: send it as 'Authorization: Bearer <key>' or in the 'X-API-Key' header"),
     )

@@ -5,39 +5,35 @@ import { badRequest } from "./errors.js"
 type Param = string | ReadonlyArray<string> | undefined
 type BadRequest = ReturnType<typeof badRequest>
 
-// Each parameter is checked as a plain Either (the HTTP fronts check them on every read, with no
-// effect to run) and parsed as an Effect by the handlers.
+// Each parameter is parsed as a plain Either: the handlers yield it as an effect, and the HTTP fronts
+// read it on every read with no effect to run.
 const single = (name: string, value: Param): Either.Either<string | undefined, BadRequest> =>
   typeof value === "string" || value === undefined ? Either.right(value) : Either.left(badRequest(`'${name}' may be given only once`, name))
 
-export const checkLimit = (value: Param, max: number, fallback: number): Either.Either<number, BadRequest> =>
+export const parseLimit = (value: Param, max: number, fallback: number): Either.Either<number, BadRequest> =>
   Either.flatMap(single("limit", value), (text) => {
     if (text === undefined) return Either.right(fallback)
     const n = /^[0-9]{1,7}$/.test(text) ? Number(text) : Number.NaN
     return n >= 1 && n <= max ? Either.right(n) : Either.left(badRequest(`'limit' must be a whole number from 1 to ${max}, got '${text}'`, "limit"))
   })
-export const parseLimit = checkLimit
 
-export const checkAfter = (value: Param) => single("after", value)
-export const parseAfter = checkAfter
+export const parseAfter = (value: Param) => single("after", value)
 
 const resultStatuses: ReadonlySet<string> = new Set(ResultStatus.literals)
 
-export const checkStatusFilter = (value: Param) =>
+export const parseStatusFilter = (value: Param) =>
   Either.flatMap(single("status", value), (text) =>
     text === undefined || resultStatuses.has(text)
       ? Either.right(text)
       : Either.left(badRequest(`'status' must be one of ${[...resultStatuses].join(", ")}, got '${text}'`, "status")),
   )
-export const parseStatusFilter = checkStatusFilter
 
-export const checkErrorCodeFilter = (value: Param) =>
+export const parseErrorCodeFilter = (value: Param) =>
   Either.flatMap(single("error_code", value), (text) =>
     text === undefined || /^[a-z0-9_]{1,64}$/.test(text)
       ? Either.right(text)
       : Either.left(badRequest(`'error_code' must be an error code such as timeout, got '${text}'`, "error_code")),
   )
-export const parseErrorCodeFilter = checkErrorCodeFilter
 
 /** `as_of`: a Unix time in whole seconds, no later than a year 9999 could write. */
 export const parseAsOf = (value: Param) =>

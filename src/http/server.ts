@@ -34,6 +34,7 @@ import { ModelsLive } from "./modelsHandlers.js"
 import { ModelStates } from "./modelStates.js"
 import { WebhookEndpoints } from "./webhookEndpoints.js"
 import { WebhooksLive } from "./webhooksHandlers.js"
+import { SHUTDOWN_GRACE_MS, serverTimeouts } from "./connectionTimes.js"
 import { heldUntilServed } from "./heldUntilServed.js"
 import { observed } from "./observe.js"
 import { OperationsLive } from "./operationsHandlers.js"
@@ -104,16 +105,6 @@ export const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(ResponseEventsLive.pipe(Layer.provide(ResponseEvents.Default))),
 )
 
-/** How long requests still open at shutdown may take before their connections are closed. */
-const SHUTDOWN_GRACE_MS = 10_000
-
-// Node closes a keep-alive connection after 5 s idle. A client polling at about that pace (or whose
-// pooled sockets were opened together and go idle together) sends on a connection the server is
-// closing; when the event loop is busy, the server handles the expiry before the request that arrived
-// meanwhile and resets it (B12's readers saw 21 ECONNRESETs within a millisecond). Idle connections
-// are kept past the 60 s that load balancers commonly keep theirs, and cost only a socket.
-const KEEP_ALIVE_MS = 65_000
-
 const routeOf = routeTemplates(SluiceApi, ["/docs", "/openapi.json", "/asyncapi.json", "/console", "/"])
 
 /** Browser clients of other origins, when the operator lists them (SLUICE_CORS_ORIGINS); none by default. */
@@ -134,7 +125,7 @@ export const serverLayer = (options: {
   /** Listen on this Unix socket instead, for the HTTP fronts (src/http/front/fronts.ts) to hand requests on. */
   readonly socketPath?: string
 }) => {
-  const server = heldUntilServed(createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 }))
+  const server = heldUntilServed(createServer(serverTimeouts))
   const streamsClosing = Deferred.unsafeMake<void>(FiberId.none)
   // Released before the server's own close, which waits for every open connection with no limit:
   // event streams end and idle keep-alive connections go at once, and a client that never finishes

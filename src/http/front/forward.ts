@@ -1,4 +1,5 @@
 import { type IncomingMessage, type ServerResponse, Agent, request } from "node:http"
+import { KEEP_ALIVE_MS } from "../connectionTimes.js"
 
 // Hop-by-hop headers: each connection has its own.
 const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"])
@@ -14,10 +15,10 @@ const envelope = JSON.stringify({
  */
 export const forwarder = (socketPath: string) => {
   // No cap on sockets (Node's default): each event stream a client holds open keeps one, and a cap would
-  // leave every request beyond it waiting for a stream to end. An idle socket is closed here after 60 s,
-  // before the dispatch process's server closes it at 65 s: a request sent on a socket the server is
-  // closing would be reset. (Node's agent takes the server's Keep-Alive hint only below a timeout of its own.)
-  const agent = new Agent({ keepAlive: true, timeout: 60_000 })
+  // leave every request beyond it waiting for a stream to end. An idle socket is closed here 5 s before
+  // the dispatch process's server would close it: a request sent on a socket the server is closing
+  // would be reset. (Node's agent takes the server's Keep-Alive hint only below a timeout of its own.)
+  const agent = new Agent({ keepAlive: true, timeout: KEEP_ALIVE_MS - 5_000 })
   return (req: IncomingMessage, res: ServerResponse) => {
     const headers: Record<string, string | Array<string>> = {}
     for (const [name, value] of Object.entries(req.headers)) {

@@ -4,14 +4,12 @@ import cluster from "node:cluster"
 import { createServer } from "node:http"
 import { SluiceConfig } from "../../config/Config.js"
 import { infoLines } from "../../logLines.js"
+import { SHUTDOWN_GRACE_MS, serverTimeouts } from "../connectionTimes.js"
 import { forwarder } from "./forward.js"
 import { makeHotReads } from "./hotReads.js"
 import { primaryLink } from "./primaryLink.js"
 import type { FrontClose } from "./protocol.js"
 
-/** As the dispatch process's server (src/http/server.ts): idle connections kept past load balancers' 60 s. */
-const KEEP_ALIVE_MS = 65_000
-const SHUTDOWN_GRACE_MS = 10_000
 
 /**
  * An HTTP front: one of the processes that serve Sluice's port (src/http/front/fronts.ts forks them).
@@ -42,7 +40,7 @@ const main = async () => {
   // Browsers' cross-origin requests (and their preflights) are the dispatch process's to answer, with its CORS headers.
   const corsOrigins = config.corsOrigins.length > 0
 
-  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, headersTimeout: KEEP_ALIVE_MS + 1_000 }, (req, res) => {
+  const server = createServer(serverTimeouts, (req, res) => {
     const started = performance.now()
     // Once closing, each connection ends with the request it carries.
     if (closing) res.setHeader("connection", "close")

@@ -5,8 +5,9 @@ import { FinalBatchStatuses } from "../../domain/api/BatchStatus.js"
 import { accountReads } from "../../projections/accountReads.js"
 import { type BatchRow, batchReads, toBatchObject } from "../../projections/batchReads.js"
 import { parseResultId, resultReads } from "../../projections/resultReads.js"
+import { apiKeyOf } from "../apiKey.js"
 import { noEta } from "../eta.js"
-import { checkAfter, checkErrorCodeFilter, checkLimit, checkStatusFilter } from "../pageParams.js"
+import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "../pageParams.js"
 import type { FrontAsk, FrontReply } from "./protocol.js"
 
 type Param = string | ReadonlyArray<string> | undefined
@@ -22,7 +23,6 @@ export interface HotAnswer {
 
 export type Ask = (ask: FrontAsk extends infer A ? (A extends { id: number } ? Omit<A, "id"> : never) : never) => Promise<FrontReply>
 
-const bearer = /^Bearer\s+(.+)$/i
 const batchPath = /^\/v1\/batches\/([^/]+)$/
 const resultsPath = /^\/v1\/batches\/([^/]+)\/results$/
 
@@ -53,12 +53,8 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
   const inSnapshot = <A>(read: () => A) => db.transaction(read)()
 
   const caller = (headers: Record<string, string | Array<string> | undefined>) => {
-    const authorization = headers["authorization"]
-    const apiKey = headers["x-api-key"]
-    const secret =
-      (typeof authorization === "string" ? bearer.exec(authorization)?.[1]?.trim() : undefined) ??
-      (typeof apiKey === "string" ? apiKey.trim() : undefined)
-    if (secret === undefined || secret === "") return undefined
+    const secret = apiKeyOf(headers)
+    if (secret === undefined) return undefined
     const key = accounts.keyBySecret(sha256(secret))
     if (key === undefined || key.revoked_at !== null) return undefined
     const account = accounts.account(key.account_id)
@@ -89,8 +85,8 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
   }
 
   const list = async (who: { accountId: string; expiresAt: number | null }, params: URLSearchParams) => {
-    const limit = parsed(checkLimit(param(params, "limit"), 100, 20))
-    const after = parsed(checkAfter(param(params, "after")))
+    const limit = parsed(parseLimit(param(params, "limit"), 100, 20))
+    const after = parsed(parseAfter(param(params, "after")))
     if (!limit.ok || !after.ok) return undefined
     if (fresh && (await reach(who.expiresAt)) === undefined) return undefined
     const rows = inSnapshot(() => {
@@ -117,10 +113,10 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
   }
 
   const resultsPage = async (who: { accountId: string; expiresAt: number | null }, batchId: string, params: URLSearchParams) => {
-    const limit = parsed(checkLimit(param(params, "limit"), 1000, 100))
-    const after = parsed(checkAfter(param(params, "after")))
-    const status = parsed(checkStatusFilter(param(params, "status")))
-    const code = parsed(checkErrorCodeFilter(param(params, "error_code")))
+    const limit = parsed(parseLimit(param(params, "limit"), 1000, 100))
+    const after = parsed(parseAfter(param(params, "after")))
+    const status = parsed(parseStatusFilter(param(params, "status")))
+    const code = parsed(parseErrorCodeFilter(param(params, "error_code")))
     if (!limit.ok || !after.ok || !status.ok || !code.ok) return undefined
     let from = 0
     if (after.value !== undefined) {
