@@ -3,7 +3,7 @@ import { ActorClock } from "../actors/ActorClock.js"
 import { Admission } from "../actors/Admission.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { FinalBatchStatuses } from "../domain/api/BatchStatus.js"
-import { type WaitingOn, type WaitingReason, WaitingReasons, allAsleep, mayWait, waitingOn } from "../domain/waiting/waitingOn.js"
+import { type WaitingOn, type WaitingReason, WaitingReasons, allAsleep, batchWork, mayWait, waitingOn } from "../domain/waiting/waitingOn.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { type BatchRow, batchReads } from "../projections/batchReads.js"
@@ -26,9 +26,7 @@ export class Waiting extends Effect.Service<Waiting>()("Http/Waiting", {
 
     const ofBatch = (row: BatchRow): WaitingOn | null => {
       if (FinalBatchStatuses.has(row.status) || row.closing !== null) return null
-      const idle = row.total - row.running - row.completed - row.failed - row.cancelled
-      const retrying = Math.min(row.retrying, idle)
-      const counts = { settling: false, queued: idle - retrying, running: row.running, retrying }
+      const counts = batchWork(row)
       // Nothing waits: the account, the models and the next retry need not be looked up.
       if (!mayWait(counts)) return null
       const why = health.unavailable()

@@ -108,6 +108,22 @@ describe("HTTP fronts (SLUICE_HTTP_WORKERS=2)", () => {
     expect(lines.filter((l) => !/\bfront=\d+/.test(l)), lines.join("\n")).toHaveLength(4)
   })
 
+  it("answers the polled reads with the dispatch process paused: on the wall clock a read asks it nothing it already said", async () => {
+    const paths = [`/v1/batches/${completed}`, `/v1/batches/${completed}/results?limit=1`, `/v1/batches?limit=1&after=${running}`]
+    const before = await Promise.all(paths.map((path) => fromPort(sluice.url, path)))
+    sluice.signal("SIGSTOP")
+    try {
+      for (const [i, path] of paths.entries()) {
+        const read = await Promise.race([fromPort(sluice.url, path), sleep(10_000).then(() => "no answer in 10 s")])
+        expect(read, path).toEqual(before[i])
+      }
+    } finally {
+      sluice.signal("SIGCONT")
+    }
+    // What must be asked still is: a running batch's facts (not kept yet by every front) come once it runs again.
+    expect((await fromPort(sluice.url, `/v1/batches/${running}`)).status).toBe(200)
+  })
+
   it("hands every other case to the dispatch process, whose answers are the same by either way", async () => {
     const cases: Array<[string, Record<string, string>]> = [
       ["/v1/batches/batch_nosuch", auth],

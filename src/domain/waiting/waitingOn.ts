@@ -89,6 +89,20 @@ export const allAsleep = (work: Pick<WorkFacts, "queued" | "running" | "retrying
 export const mayWait = (work: Pick<WorkFacts, "settling" | "queued" | "running" | "retrying">): boolean =>
   !work.settling && (work.queued > 0 || allAsleep(work))
 
+/** A batch's rows as its read model counts them: the retries asleep among the idle rows, the rest queued. */
+export const batchWork = (row: {
+  readonly total: number
+  readonly running: number
+  readonly completed: number
+  readonly failed: number
+  readonly cancelled: number
+  readonly retrying: number
+}): Pick<WorkFacts, "settling" | "queued" | "running" | "retrying"> => {
+  const idle = row.total - row.running - row.completed - row.failed - row.cancelled
+  const retrying = Math.min(row.retrying, idle)
+  return { settling: false, queued: idle - retrying, running: row.running, retrying }
+}
+
 export const waitingOn = (facts: Facts): WaitingOn | null => {
   const { work, now } = facts
   if (!mayWait(work)) return null

@@ -35,7 +35,7 @@ const main = async () => {
   db.pragma("busy_timeout = 5000")
   db.pragma("cache_size = -4000")
   const link = primaryLink()
-  const hot = makeHotReads(db, link.ask, process.env["SLUICE_FRONT_FRESH"] === "true")
+  const hot = makeHotReads(db, link, { fresh: process.env["SLUICE_FRONT_FRESH"] === "true", wallClock: process.env["SLUICE_FRONT_CLOCK"] === "wall" })
   const forward = forwarder(socketPath)
   // Browsers' cross-origin requests (and their preflights) are the dispatch process's to answer, with its CORS headers.
   const corsOrigins = config.corsOrigins.length > 0

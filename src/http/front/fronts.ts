@@ -5,13 +5,16 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { LogHealth } from "../../eventlog/LogHealth.js"
 import { Metrics } from "../../metrics/Metrics.js"
 import { BatchAccess } from "../batchAccess.js"
 import { HttpSettings } from "../settings.js"
-import type { FrontAsk, FrontClose, FrontReplies, FrontReply, FromFront } from "./protocol.js"
+import type { FrontAsk, FrontClose, FrontReplies, FrontReply, FrontStanding, FromFront } from "./protocol.js"
 
 /** How long the fronts may take to finish their open requests once told to close. */
 const CLOSE_WAIT_MS = 12_000
+/** How often the log's standing is looked at for the fronts: a change reaches them within this. */
+const STANDING_EVERY_MS = 100
 
 /** Waits for every front to exit, bounded: they were told to close, and finish what they hold first. */
 const frontsExited = (waitMs: number) =>
@@ -60,6 +63,8 @@ export interface FrontsOptions {
   readonly host: string
   readonly port: number
   readonly readModelPath: string
+  /** The actors run on the wall clock (not a test's): the fronts read the time themselves instead of asking it. */
+  readonly wallClock: boolean
 }
 
 /**
@@ -76,6 +81,7 @@ export const frontsLayer = (options: FrontsOptions) =>
       const metrics = yield* Metrics
       const socket = yield* FrontSocket
       const settings = yield* HttpSettings
+      const health = yield* LogHealth
       const runtime = yield* Effect.runtime<never>()
       const runFork = Runtime.runFork(runtime)
 
@@ -123,6 +129,7 @@ export const frontsLayer = (options: FrontsOptions) =>
           case "listening": {
             const state = started.get(worker.id)!
             state.up = true
+            worker.send(standing())
             // Up just as the service stops: it closes with the others.
             if (closing) worker.send({ t: "close" } satisfies FrontClose)
             return Deferred.unsafeDone(state.done, Exit.void)
@@ -142,6 +149,7 @@ export const frontsLayer = (options: FrontsOptions) =>
         SLUICE_FRONT_SOCKET: socket.path,
         SLUICE_FRONT_READ_MODEL: options.readModelPath,
         SLUICE_FRONT_FRESH: String(settings.freshReads === true),
+        SLUICE_FRONT_CLOCK: options.wallClock ? "wall" : "actors",
         SLUICE_HOST: options.host,
         SLUICE_PORT: String(options.port),
       }
@@ -164,6 +172,15 @@ export const frontsLayer = (options: FrontsOptions) =>
         })
         return state
       }
+      // The log's standing, pushed: a read on a front then asks nothing of this process to know it.
+      let logUp = health.unavailable() === undefined
+      const standing = (): FrontStanding => ({ t: "standing", logUp })
+      const watch = setInterval(() => {
+        if ((health.unavailable() === undefined) === logUp) return
+        logUp = !logUp
+        for (const w of Object.values(cluster.workers ?? {})) if (w !== undefined && w.isConnected() && started.get(w.id)?.up === true) w.send(standing())
+      }, STANDING_EVERY_MS)
+      yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(watch)))
       const first = Array.from({ length: options.count }, fork)
       // Told before this process's server drains: they stop taking connections and finish the open ones,
       // which the server answers; FrontSocket's release waits for them to exit.

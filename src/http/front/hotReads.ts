@@ -8,7 +8,8 @@ import { parseResultId, resultReads } from "../../projections/resultReads.js"
 import { apiKeyOf } from "../apiKey.js"
 import { noEta } from "../eta.js"
 import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "../pageParams.js"
-import type { FrontAsk, FrontReply } from "./protocol.js"
+import { makeLiveFacts } from "./liveFacts.js"
+import type { FrontAsk, FrontReply, LiveFacts } from "./protocol.js"
 
 type Param = string | ReadonlyArray<string> | undefined
 
@@ -21,7 +22,12 @@ export interface HotAnswer {
   readonly body: string
 }
 
-export type Ask = (ask: FrontAsk extends infer A ? (A extends { id: number } ? Omit<A, "id"> : never) : never) => Promise<FrontReply>
+/** What the reads need of the link to the dispatch process (primaryLink.ts). */
+export interface FrontLink {
+  readonly ask: (ask: FrontAsk extends infer A ? (A extends { id: number } ? Omit<A, "id"> : never) : never) => Promise<FrontReply>
+  /** Whether the log answers, as the dispatch process last said; undefined before it has. */
+  readonly logUp: () => boolean | undefined
+}
 
 const batchPath = /^\/v1\/batches\/([^/]+)$/
 const resultsPath = /^\/v1\/batches\/([^/]+)\/results$/
@@ -45,7 +51,7 @@ const parsed = <A>(either: Either.Either<A, unknown>) =>
  * a daily quota, the log away) answers `undefined`, and the front hands it to the dispatch process,
  * whose handlers answer every case, errors included, exactly as before.
  */
-export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) => {
+export const makeHotReads = (db: Database.Database, link: FrontLink, options: { readonly fresh: boolean; readonly wallClock: boolean }) => {
   const accounts = accountReads(db)
   const batches = batchReads(db)
   const results = resultReads(db)
@@ -63,10 +69,14 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
     return { accountId: account.id, expiresAt: key.expires_at }
   }
 
-  /** The log's standing and the actors' time; a key that has expired by that time is the dispatch process's to refuse. */
-  const reach = async (expiresAt: number | null, rows: ReadonlyArray<BatchRow> = []) => {
+  /**
+   * Asked of the dispatch process for this read: the log's standing (on NATS once the read model has
+   * caught up with its head), the actors' time, and each open row's facts. A key that has expired by
+   * that time is the dispatch process's to refuse.
+   */
+  const asked = async (expiresAt: number | null, rows: ReadonlyArray<BatchRow> = []) => {
     const open = rows.filter((row) => !FinalBatchStatuses.has(row.status))
-    const reply = await ask(open.length === 0 ? { t: "reach" } : { t: "live", rows: open })
+    const reply = await link.ask(open.length === 0 ? { t: "reach" } : { t: "live", rows: open })
     if (!reply.ok || (expiresAt !== null && expiresAt * 1000 <= reply.now)) return undefined
     const live = new Map(open.map((row, i) => [row.id, reply.live![i]!]))
     return (row: BatchRow) => {
@@ -75,9 +85,27 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
     }
   }
 
+  const liveFacts = makeLiveFacts((rows) => link.ask({ t: "live", rows }))
+  /**
+   * The same without asking, once the dispatch process has said whether the log answers and while the
+   * actors run on the wall clock: only a running batch's facts not kept (liveFacts.ts) are asked for.
+   */
+  const reach = async (expiresAt: number | null, rows: ReadonlyArray<BatchRow> = []) => {
+    const logUp = link.logUp()
+    if (!options.wallClock || logUp === undefined) return asked(expiresAt, rows)
+    if (!logUp || (expiresAt !== null && expiresAt * 1000 <= Date.now())) return undefined
+    const live = rows.length === 0 ? new Map<string, LiveFacts>() : await liveFacts(rows)
+    if (live === undefined) return undefined
+    return (row: BatchRow) => {
+      const facts = live.get(row.id)
+      return facts === undefined ? toBatchObject(row, noEta, null) : toBatchObject(row, facts.eta, facts.waiting)
+    }
+  }
+  /** On NATS the read model first catches up with the log's head (bounded), as every instance's reads do: asked each read. */
+  const caughtUp = async (expiresAt: number | null) => !options.fresh || (await asked(expiresAt)) !== undefined
+
   const retrieve = async (who: { accountId: string; expiresAt: number | null }, batchId: string) => {
-    // On NATS the read model first catches up with the log's head (bounded), as every instance's reads do.
-    if (fresh && (await reach(who.expiresAt)) === undefined) return undefined
+    if (!(await caughtUp(who.expiresAt))) return undefined
     const row = inSnapshot(() => batches.ofAccount(who.accountId, batchId))
     if (row === undefined) return undefined
     const shown = await reach(who.expiresAt, [row])
@@ -88,7 +116,7 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
     const limit = parsed(parseLimit(param(params, "limit"), 100, 20))
     const after = parsed(parseAfter(param(params, "after")))
     if (!limit.ok || !after.ok) return undefined
-    if (fresh && (await reach(who.expiresAt)) === undefined) return undefined
+    if (!(await caughtUp(who.expiresAt))) return undefined
     const rows = inSnapshot(() => {
       let afterSeq: number | undefined
       if (after.value !== undefined) {
@@ -124,7 +152,7 @@ export const makeHotReads = (db: Database.Database, ask: Ask, fresh: boolean) =>
       if (idx === undefined) return undefined
       from = idx + 1
     }
-    if ((await reach(who.expiresAt)) === undefined) return undefined
+    if (!(await caughtUp(who.expiresAt)) || (await reach(who.expiresAt)) === undefined) return undefined
     return inSnapshot(() =>
       batches.ofAccount(who.accountId, batchId) === undefined
         ? undefined

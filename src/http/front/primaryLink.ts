@@ -1,4 +1,4 @@
-import type { FrontAsk, FrontReplies, FrontReply, FrontServed, FromFront } from "./protocol.js"
+import type { FrontAsk, FrontReply, FrontServed, FromFront, ToFront } from "./protocol.js"
 
 type Unnumbered = FrontAsk extends infer A ? (A extends { id: number } ? Omit<A, "id"> : never) : never
 type Served = FrontServed["reads"][number]
@@ -14,6 +14,8 @@ export const primaryLink = () => {
   let next = 0
   let asks: Array<FrontAsk> = []
   let served: Array<Served> = []
+  // Unknown until the dispatch process first says: reads ask it meanwhile.
+  let logUp: boolean | undefined
   const send = (message: FromFront) => {
     if (process.connected) process.send!(message)
   }
@@ -26,15 +28,17 @@ export const primaryLink = () => {
   const later = () => {
     if (asks.length + served.length === 1) setImmediate(flush)
   }
-  process.on("message", (message: FrontReplies | { t: string }) => {
+  process.on("message", (message: ToFront) => {
+    if (message.t === "standing") logUp = message.logUp
     if (message.t !== "replies") return
-    for (const reply of (message as FrontReplies).replies) {
+    for (const reply of message.replies) {
       const resolve = waiting.get(reply.id)
       waiting.delete(reply.id)
       resolve?.(reply)
     }
   })
   process.on("disconnect", () => {
+    logUp = undefined
     for (const [id, resolve] of waiting) resolve({ t: "reply", id, ok: false })
     waiting.clear()
   })
@@ -50,5 +54,5 @@ export const primaryLink = () => {
     served.push(read)
     later()
   }
-  return { ask, tellServed, tell: send }
+  return { ask, tellServed, tell: send, logUp: () => logUp }
 }

@@ -4,9 +4,10 @@ import type { BatchRow } from "../../projections/batchReads.js"
 
 /**
  * What an HTTP front process and the dispatch process say to each other over the cluster's IPC
- * channel. A front answers the polled reads from the read model itself and asks the dispatch
- * process only for what lives there: whether the log answers (after catching up with it, on
- * NATS), the actors' clock, and a running batch's queue estimate and `waiting_on`.
+ * channel. A front answers the polled reads from the read model itself. What lives in the dispatch
+ * process reaches it two ways: pushed, whether the log answers (on each change); asked, a running
+ * batch's queue estimate and `waiting_on` (kept a moment: liveFacts.ts), and on NATS the read
+ * model's catching up with the log's head, or every fact when the actors run on a test clock.
  */
 export type FrontAsk =
   /** The log's standing for a read, and the actors' time; on NATS, answered once the read model has reached the log's head. */
@@ -44,9 +45,16 @@ export type FrontState =
   | { readonly t: "listening" }
   | { readonly t: "listen_failed"; readonly code: string | undefined; readonly message: string }
 
+/** To a front: whether the event log answers, sent when a front starts listening and on each change. */
+export interface FrontStanding {
+  readonly t: "standing"
+  readonly logUp: boolean
+}
+
 /** To a front: stop taking connections, finish the open ones, and exit. */
 export interface FrontClose {
   readonly t: "close"
 }
 
 export type FromFront = FrontAsks | FrontServed | FrontState
+export type ToFront = FrontReplies | FrontStanding | FrontClose
