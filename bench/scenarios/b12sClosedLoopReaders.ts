@@ -7,6 +7,7 @@ import type { ReadersDone } from "../readers.js"
 import { batchBody, smallRows } from "../rows.js"
 import type { Scenario } from "../scenario.js"
 import { quantile, ratios } from "../stats.js"
+import { type AnswerBuckets, answerBuckets, answerQuantileMs } from "../answerTimes.js"
 
 const WARM_ROWS = 1_000
 
@@ -24,7 +25,7 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
   const { api, sluice } = running
   const body = batchBody(smallRows(rows, MODELS.stub))
   await batchCost(api, batchBody(smallRows(WARM_ROWS, MODELS.stub)), WARM_ROWS, [])
-  const f = { alone: [] as Array<number>, read: [] as Array<number>, p99: [] as Array<number>, max: [] as Array<number>, errors: [] as Array<number>, perSecond: [] as Array<number> }
+  const f = { alone: [] as Array<number>, read: [] as Array<number>, p99: [] as Array<number>, max: [] as Array<number>, errors: [] as Array<number>, perSecond: [] as Array<number>, ownP99: [] as Array<number> }
   const delay = { alone: [] as Array<LoopDelay>, read: [] as Array<LoopDelay> }
   const cpu = { dispatchAlone: [] as Array<number>, dispatch: [] as Array<number>, sluiceAlone: [] as Array<number>, stubAlone: [] as Array<number>, sluice: [] as Array<number>, readers: [] as Array<number>, stub: [] as Array<number> }
   for (let t = 0; t < trials; t++) {
@@ -36,14 +37,17 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
     await readers.warm({ baseUrl: sluice.url, key: BENCH_KEY, readers: b12Readers })
     let reading: { readonly stop: () => Promise<ReadersDone> } | undefined
     let busy: LoopDelay | undefined
+    let answered: AnswerBuckets | undefined
     const read = await batchCost(api, body, rows, [sluice.pid, readers.pid, stub.pid, { own: sluice.pid }], {
       accepted: async (batchId) => {
         await scrapeLoopDelay(sluice.url)
+        answered = await answerBuckets(sluice.url)
         reading = readers.run({ batchId, pauseMs: 0 })
       },
       finished: async () => void (busy = await scrapeLoopDelay(sluice.url)),
     })
     const seen = await reading!.stop()
+    f.ownP99.push(answerQuantileMs(answered!, await answerBuckets(sluice.url), 0.99))
     const latencies = allLatencies(seen)
     f.alone.push(alone.rowsPerSecond)
     f.read.push(read.rowsPerSecond)
@@ -62,7 +66,7 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
     cpu.dispatch.push(cores(read.cpuMs[3]!, read.seconds))
     ctx.progress(
       `B12s ${backend} trial ${t + 1}: ${f.read[t]!.toFixed(0)} rows/s with readers, ${f.alone[t]!.toFixed(0)} without; ` +
-        `${latencies.length} reads (${f.perSecond[t]!.toFixed(0)}/s), p99 ${f.p99[t]!.toFixed(1)} ms, max ${f.max[t]!.toFixed(0)} ms, ${seen.errors} errors` +
+        `${latencies.length} reads (${f.perSecond[t]!.toFixed(0)}/s), p99 ${f.p99[t]!.toFixed(1)} ms (Sluice's own answer ≤ ${f.ownP99[t]} ms), max ${f.max[t]!.toFixed(0)} ms, ${seen.errors} errors` +
         (seen.firstError === undefined ? "" : ` (first: ${seen.firstError})`) +
         `; loop delay p99 ${busy!.p99Ms.toFixed(1)} ms with readers, ${quiet!.p99Ms.toFixed(1)} without; ` +
         `cores with readers: Sluice ${cpu.sluice[t]!.toFixed(2)} (its dispatch process ${cpu.dispatch[t]!.toFixed(2)}), readers ${cpu.readers[t]!.toFixed(2)}, stub ${cpu.stub[t]!.toFixed(2)}; without: Sluice ${cpu.sluiceAlone[t]!.toFixed(2)} (dispatch ${cpu.dispatchAlone[t]!.toFixed(2)}), stub ${cpu.stubAlone[t]!.toFixed(2)}`,
@@ -76,6 +80,7 @@ const measure = async (ctx: Context, backend: Backend, running: Running, stub: S
     figure({ id: "B12s", scenario, backend, figure: "rows/s with ÷ without readers", samples: ratios(f.read, f.alone), digits: 2, target: atLeast(0.8) }),
     figure({ id: "B12s", scenario, backend, figure: "reads answered per second", samples: f.perSecond }),
     figure({ id: "B12s", scenario, backend, figure: "reader p99 (ms)", samples: f.p99, digits: 1, target: atMost(50) }),
+    figure({ id: "B12s", scenario, backend, figure: "Sluice's own answer p99 (ms, its histogram's bucket bound)", samples: f.ownP99, digits: 1 }),
     figure({ id: "B12s", scenario, backend, figure: "reader max (ms)", samples: f.max, target: atMost(250) }),
     figure({ id: "B12s", scenario, backend, figure: "reader errors", samples: f.errors, target: atMost(0) }),
     cpuFigure("Sluice, with readers", cpu.sluice),
