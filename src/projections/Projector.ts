@@ -29,6 +29,7 @@ import type { FeedPosition } from "../domain/completion/feedPosition.js"
 import { makeAppliedLinks } from "./appliedLinks.js"
 import { rebuildInPlace } from "./rebuild.js"
 import { batchReads } from "./batchReads.js"
+import { lifecycleSeqProjection } from "./lifecycleSeq.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 /** How often what was applied is checked against the stream's leader while following (appliedLinks.ts). */
@@ -113,6 +114,7 @@ export const makeApplier = (
   const streams = streamsProjection(db)
   const files = filesProjection(db)
   const completions = completionsProjection(db)
+  const lifecycle = lifecycleSeqProjection(db)
   const readApplied = db.prepare(`SELECT min(seq) AS seq FROM offsets`)
   const setOffset = db.prepare(
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
@@ -154,6 +156,7 @@ export const makeApplier = (
       // A lifecycle event settles the idle rows only if it closed the batch there.
       if (isRowEvent(decoded)) applyRowEvent(decoded, kind, { seq: message.seq, idx: 0 })
       else {
+        lifecycle.saw(message.seq)
         usage.forget()
         if (decoded.type === "batch_purged") {
           const charged = usage.purged(decoded)
@@ -184,6 +187,7 @@ export const makeApplier = (
         const charged = usage.apply(event)
         if (charged !== undefined) changed?.usage(charged)
       } else {
+        lifecycle.saw(message.seq)
         accounts(event)
         changed?.settings(event.account_id)
       }
@@ -210,6 +214,7 @@ export const makeApplier = (
     }
     batches.flush()
     batches.settleClosed()
+    lifecycle.flush()
     return skipped
   })
   return (messages: ReadonlyArray<LogMessage>): Array<number> => {

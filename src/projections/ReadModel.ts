@@ -5,6 +5,7 @@ import { responseTables } from "./responses.js"
 import { streamTables } from "./streams.js"
 import { completionTables } from "./completions.js"
 import { fileTables } from "./files.js"
+import { lifecycleSeqTable } from "./lifecycleSeq.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
@@ -166,6 +167,7 @@ export class ReadModel extends Context.Tag("Projections/ReadModel")<ReadModel, D
           db.exec(streamTables)
           db.exec(completionTables)
           db.exec(fileTables)
+          db.exec(lifecycleSeqTable)
           addColumns(db)
           return db
         }),

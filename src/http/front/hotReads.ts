@@ -4,6 +4,7 @@ import { sha256 } from "../../actors/Accounts.js"
 import { FinalBatchStatuses } from "../../domain/api/BatchStatus.js"
 import { accountReads } from "../../projections/accountReads.js"
 import { type BatchRow, batchReads, toBatchObject } from "../../projections/batchReads.js"
+import { lifecycleSeqReads } from "../../projections/lifecycleSeq.js"
 import { parseResultId, resultReads } from "../../projections/resultReads.js"
 import { apiKeyOf } from "../apiKey.js"
 import { noEta } from "../eta.js"
@@ -55,6 +56,7 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
   const accounts = accountReads(db)
   const batches = batchReads(db)
   const results = resultReads(db)
+  const lifecycleSeq = lifecycleSeqReads(db)
   // One snapshot a read: the list's ids and their rows, and a row and its results, agree.
   const inSnapshot = <A>(read: () => A) => db.transaction(read)()
 
@@ -90,11 +92,11 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
    * The same without asking, once the dispatch process has said whether the log answers and while the
    * actors run on the wall clock: only a running batch's facts not kept (liveFacts.ts) are asked for.
    */
-  const reach = async (expiresAt: number | null, rows: ReadonlyArray<BatchRow> = []) => {
+  const reach = async (expiresAt: number | null, rows: ReadonlyArray<BatchRow> = [], version = 0) => {
     const logUp = link.logUp()
     if (!options.wallClock || logUp === undefined) return asked(expiresAt, rows)
     if (!logUp || (expiresAt !== null && expiresAt * 1000 <= Date.now())) return undefined
-    const live = rows.length === 0 ? new Map<string, LiveFacts>() : await liveFacts(rows)
+    const live = rows.length === 0 ? new Map<string, LiveFacts>() : await liveFacts(rows, version)
     if (live === undefined) return undefined
     return (row: BatchRow) => {
       const facts = live.get(row.id)
@@ -106,9 +108,9 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
 
   const retrieve = async (who: { accountId: string; expiresAt: number | null }, batchId: string) => {
     if (!(await caughtUp(who.expiresAt))) return undefined
-    const row = inSnapshot(() => batches.ofAccount(who.accountId, batchId))
+    const { row, version } = inSnapshot(() => ({ row: batches.ofAccount(who.accountId, batchId), version: lifecycleSeq() }))
     if (row === undefined) return undefined
-    const shown = await reach(who.expiresAt, [row])
+    const shown = await reach(who.expiresAt, [row], version)
     return shown === undefined ? undefined : JSON.stringify(shown(row))
   }
 
@@ -117,18 +119,19 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
     const after = parsed(parseAfter(param(params, "after")))
     if (!limit.ok || !after.ok) return undefined
     if (!(await caughtUp(who.expiresAt))) return undefined
-    const rows = inSnapshot(() => {
+    const read = inSnapshot(() => {
       let afterSeq: number | undefined
       if (after.value !== undefined) {
         const anchor = batches.ofAccount(who.accountId, after.value)
         if (anchor === undefined) return undefined
         afterSeq = anchor.seq
       }
-      return batches.page(who.accountId, limit.value, afterSeq)
+      return { rows: batches.page(who.accountId, limit.value, afterSeq), version: lifecycleSeq() }
     })
-    if (rows === undefined) return undefined
+    if (read === undefined) return undefined
+    const { rows, version } = read
     const page = rows.slice(0, limit.value)
-    const shown = await reach(who.expiresAt, page)
+    const shown = await reach(who.expiresAt, page, version)
     if (shown === undefined) return undefined
     const data = page.map(shown)
     return JSON.stringify({
