@@ -207,9 +207,7 @@ export const makeModelActor = (
         const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"
         const route = routes.get(batchId)
         const { at, outcome, reason } = yield* (route === undefined ? outcomeOf(start.attempt, body, freeSlot) : routedOutcome(start.attempt, body, freeSlot, route))
-        yield* Effect.logDebug(`row ${row} of ${batchId} answered: ${reason}`)
         const attempt = yield* startWritten(batchId, row, decided, start.attempt)
-        yield* Effect.logDebug(`row ${row} of ${batchId} start written: ${attempt}`)
         if (attempt === undefined) return
         const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })
         countSettled(settled.events, reason)
