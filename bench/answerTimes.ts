@@ -1,8 +1,9 @@
 /**
  * How long Sluice itself took to answer the polled reads, from its own request histogram
- * (`sluice_http_request_duration_seconds`, which the fronts report to): from a request's arrival in
- * the process that answers it to its answer written. A reader's latency adds its own process's
- * queueing and the machine's, which on 2 shared cores is most of a tail.
+ * (`sluice_http_request_duration_seconds`, which the fronts report to): from the request parsed by
+ * the process that answers it to its answer written. A reader's latency adds the time its request
+ * waited to be read (behind the other connections' requests in that process's loop, or for a core),
+ * and its own process's queueing.
  */
 const ROUTES = ['route="/v1/batches"', 'route="/v1/batches/:batch_id"', 'route="/v1/batches/:batch_id/results"']
 
