@@ -30,27 +30,28 @@ const dispatch = () => {
 const flush = () => new Promise((r) => setImmediate(r))
 
 describe("a front's live facts of running batches", () => {
-  it("asks for a batch it holds nothing of, then answers from what it kept without asking", async () => {
-    let now = 0
+  /** Facts with batch a's asked (ask #1) and answered at time 0; `clock.now` moves the time. */
+  const keptA = async () => {
+    const clock = { now: 0 }
     const d = dispatch()
-    const facts = makeLiveFacts(d.askLive, () => now)
+    const facts = makeLiveFacts(d.askLive, () => clock.now)
     const first = facts([row("a")], 0)
     expect(d.asks.map((a) => a.rows)).toEqual([["a"]])
     d.asks[0]!.answer(true)
     expect((await first)!.get("a")).toEqual(factsAt(1))
-    now = FACTS_REFRESH_AFTER_MS - 1
+    return { d, facts, clock }
+  }
+
+  it("asks for a batch it holds nothing of, then answers from what it kept without asking", async () => {
+    const { d, facts, clock } = await keptA()
+    clock.now = FACTS_REFRESH_AFTER_MS - 1
     expect((await facts([row("a")], 0))!.get("a")).toEqual(factsAt(1))
     expect(d.asks).toHaveLength(1)
   })
 
   it("past a quarter second answers what it kept and asks again in the background, once however many reads come", async () => {
-    let now = 0
-    const d = dispatch()
-    const facts = makeLiveFacts(d.askLive, () => now)
-    const first = facts([row("a")], 0)
-    d.asks[0]!.answer(true)
-    await first
-    now = FACTS_REFRESH_AFTER_MS
+    const { d, facts, clock } = await keptA()
+    clock.now = FACTS_REFRESH_AFTER_MS
     for (let i = 0; i < 5; i++) expect((await facts([row("a")], 0))!.get("a")).toEqual(factsAt(1))
     expect(d.asks).toHaveLength(2)
     d.asks[1]!.answer(true)
@@ -59,13 +60,8 @@ describe("a front's live facts of running batches", () => {
   })
 
   it("waits for new facts once what it kept is a second old, and a failed ask hands the read on", async () => {
-    let now = 0
-    const d = dispatch()
-    const facts = makeLiveFacts(d.askLive, () => now)
-    const first = facts([row("a")], 0)
-    d.asks[0]!.answer(true)
-    await first
-    now = FACTS_MAX_AGE_MS
+    const { d, facts, clock } = await keptA()
+    clock.now = FACTS_MAX_AGE_MS
     let settled = false
     const late = facts([row("a")], 0).then((got) => ((settled = true), got))
     await flush()
@@ -75,13 +71,8 @@ describe("a front's live facts of running batches", () => {
   })
 
   it("a background ask that fails leaves what was kept, and the next read asks again", async () => {
-    let now = 0
-    const d = dispatch()
-    const facts = makeLiveFacts(d.askLive, () => now)
-    const first = facts([row("a")], 0)
-    d.asks[0]!.answer(true)
-    await first
-    now = FACTS_REFRESH_AFTER_MS + 1
+    const { d, facts, clock } = await keptA()
+    clock.now = FACTS_REFRESH_AFTER_MS + 1
     await facts([row("a")], 0)
     d.asks[1]!.answer(false)
     await flush()
