@@ -14,6 +14,10 @@ export interface Eta {
 }
 export const noEta: Eta = { rows_ahead: null, estimated_completion_at: null }
 
+/** What the batch's own row decides: nothing to estimate once final, nothing ahead once closing; else undefined. */
+export const etaOfRow = (row: Pick<BatchRow, "status" | "closing">): Eta | undefined =>
+  FinalBatchStatuses.has(row.status) ? noEta : row.closing !== null ? { rows_ahead: 0, estimated_completion_at: null } : undefined
+
 export interface ModelEstimate {
   readonly rowsAhead: number
   /** Unix ms, or undefined without a measured rate. */
@@ -52,8 +56,8 @@ export const makeEtas = (db: ReadModel["Type"], projector: ProjectorShape) => {
 
   /** A batch object's `rows_ahead` and `estimated_completion_at`: null once final. */
   const ofBatch = (row: BatchRow, now: number): Eta => {
-    if (FinalBatchStatuses.has(row.status)) return noEta
-    if (row.closing !== null) return { rows_ahead: 0, estimated_completion_at: null }
+    const decided = etaOfRow(row)
+    if (decided !== undefined) return decided
     let ahead = 0
     let last: number | undefined = now
     for (const [model, queue] of byModel()) {

@@ -71,6 +71,12 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
     return { accountId: account.id, expiresAt: key.expires_at }
   }
 
+  /** A batch object with the facts that live in the dispatch process; a final batch's are none. */
+  const shownWith = (live: ReadonlyMap<string, LiveFacts>) => (row: BatchRow) => {
+    const facts = live.get(row.id)
+    return facts === undefined ? toBatchObject(row, noEta, null) : toBatchObject(row, facts.eta, facts.waiting)
+  }
+
   /**
    * Asked of the dispatch process for this read: the log's standing (on NATS once the read model has
    * caught up with its head), the actors' time, and each open row's facts. A key that has expired by
@@ -80,11 +86,7 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
     const open = rows.filter((row) => !FinalBatchStatuses.has(row.status))
     const reply = await link.ask(open.length === 0 ? { t: "reach" } : { t: "live", rows: open })
     if (!reply.ok || (expiresAt !== null && expiresAt * 1000 <= reply.now)) return undefined
-    const live = new Map(open.map((row, i) => [row.id, reply.live![i]!]))
-    return (row: BatchRow) => {
-      const facts = live.get(row.id)
-      return facts === undefined ? toBatchObject(row, noEta, null) : toBatchObject(row, facts.eta, facts.waiting)
-    }
+    return shownWith(new Map(open.map((row, i) => [row.id, reply.live![i]!])))
   }
 
   const liveFacts = makeLiveFacts((rows) => link.ask({ t: "live", rows }))
@@ -97,11 +99,7 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
     if (!options.wallClock || logUp === undefined) return asked(expiresAt, rows)
     if (!logUp || (expiresAt !== null && expiresAt * 1000 <= Date.now())) return undefined
     const live = rows.length === 0 ? new Map<string, LiveFacts>() : await liveFacts(rows, version)
-    if (live === undefined) return undefined
-    return (row: BatchRow) => {
-      const facts = live.get(row.id)
-      return facts === undefined ? toBatchObject(row, noEta, null) : toBatchObject(row, facts.eta, facts.waiting)
-    }
+    return live === undefined ? undefined : shownWith(live)
   }
   /** On NATS the read model first catches up with the log's head (bounded), as every instance's reads do: asked each read. */
   const caughtUp = async (expiresAt: number | null) => !options.fresh || (await asked(expiresAt)) !== undefined

@@ -1,7 +1,6 @@
-import { FinalBatchStatuses } from "../../domain/api/BatchStatus.js"
 import { batchWork, mayWait } from "../../domain/waiting/waitingOn.js"
 import type { BatchRow } from "../../projections/batchReads.js"
-import { noEta } from "../eta.js"
+import { etaOfRow } from "../eta.js"
 import type { FrontReply, LiveFacts } from "./protocol.js"
 
 /** How long a batch's facts answer reads, and after how long a read asks for newer ones without waiting for them. */
@@ -18,9 +17,6 @@ interface Kept {
 }
 
 type AskLive = (rows: ReadonlyArray<BatchRow>) => Promise<FrontReply>
-
-const closingFacts: LiveFacts = { eta: { rows_ahead: 0, estimated_completion_at: null }, waiting: null }
-const finalFacts: LiveFacts = { eta: noEta, waiting: null }
 
 /**
  * An unfinished batch's queue estimate and `waiting_on`, which only the dispatch process knows: asked
@@ -56,8 +52,9 @@ export const makeLiveFacts = (askLive: AskLive, now: () => number = Date.now) =>
     const missing: Array<BatchRow> = []
     const aging: Array<{ readonly known: Kept; readonly row: BatchRow }> = []
     for (const row of rows) {
-      if (FinalBatchStatuses.has(row.status)) facts.set(row.id, finalFacts)
-      else if (row.closing !== null) facts.set(row.id, closingFacts)
+      // Final or closing, it waits on nothing either.
+      const decided = etaOfRow(row)
+      if (decided !== undefined) facts.set(row.id, { eta: decided, waiting: null })
       else {
         const known = kept.get(row.id)
         if (known === undefined || known.version !== version || at - known.at >= FACTS_MAX_AGE_MS) missing.push(row)
