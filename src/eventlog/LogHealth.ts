@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Stream, SubscriptionRef } from "effect"
 import { initialLogHealth, type LogHealthState, type LogVerdict, observeLog } from "../domain/log/logHealth.js"
 import { EventLog, type EventLogShape, LogUnavailable } from "./EventLog.js"
 
@@ -9,6 +9,8 @@ export interface LogHealthShape {
   readonly unavailableSince: () => number | undefined
   /** Probes the log now (bounded) and records what it found: fails unless the log would take an append. */
   readonly check: Effect.Effect<void, LogUnavailable>
+  /** Why the log cannot be used, or undefined: as it stands now, then each time that changes. */
+  readonly changes: Stream.Stream<string | undefined>
 }
 
 /** Whether the event log can be reached, as its latest-begun append or probe found it. */
@@ -31,13 +33,18 @@ export const watched = <E, R>(inner: Layer.Layer<EventLog, E, R>): Layer.Layer<E
       const log = yield* EventLog
       let state: LogHealthState = initialLogHealth
       let begun = 0
+      const standing = yield* SubscriptionRef.make<string | undefined>(undefined)
       // Only the changes are logged: an operator sees when the log went away, why, and when it came back.
       const observe = (n: number, verdict: LogVerdict) =>
         Effect.suspend(() => {
           const was = state.down
           state = observeLog(state, n, verdict, Date.now())
-          if (was === undefined && state.down !== undefined) return Effect.logWarning(`the event log is unavailable: ${state.down}`)
-          if (was !== undefined && state.down === undefined) return Effect.logInfo("the event log is reachable again")
+          if (was === undefined && state.down !== undefined) {
+            return Effect.zipRight(SubscriptionRef.set(standing, state.down), Effect.logWarning(`the event log is unavailable: ${state.down}`))
+          }
+          if (was !== undefined && state.down === undefined) {
+            return Effect.zipRight(SubscriptionRef.set(standing, undefined), Effect.logInfo("the event log is reachable again"))
+          }
           return Effect.void
         })
       const failed = (n: number, e: LogUnavailable) => observe(n, { ok: false, why: e.message })
@@ -86,7 +93,7 @@ export const watched = <E, R>(inner: Layer.Layer<EventLog, E, R>): Layer.Layer<E
         purge: (filter) => onFailure(log.purge(filter)),
       }
       return Context.make(EventLog, watchedLog).pipe(
-        Context.add(LogHealth, { unavailable: () => state.down, unavailableSince: () => state.since, check }),
+        Context.add(LogHealth, { unavailable: () => state.down, unavailableSince: () => state.since, check, changes: standing.changes }),
       )
     }),
   ).pipe(Layer.provide(inner))

@@ -1,4 +1,4 @@
-import { Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Fiber, Layer, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import { EventLog, type EventLogShape, LogUnavailable } from "../../src/eventlog/EventLog.js"
 import { LogHealth, watched } from "../../src/eventlog/LogHealth.js"
@@ -72,5 +72,19 @@ describe("the log's health", () => {
     )
     expect(seen.down).toBe("the event log did not answer within 3s")
     expect(seen.after).toBeUndefined()
+  })
+
+  it("tells its changes as they come: up as it starts, down when the probe times out, up with the next answer", async () => {
+    const { layer } = scriptedLog(["hang", "ok"])
+    const told = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const health = yield* LogHealth
+          const listening = yield* Effect.fork(Stream.runCollect(Stream.take(health.changes, 3)))
+          return Chunk.toReadonlyArray(yield* Fiber.join(listening))
+        }),
+      ).pipe(Effect.provide(watched(layer))),
+    )
+    expect(told).toEqual([undefined, "the event log did not answer within 3s", undefined])
   })
 })

@@ -1,5 +1,5 @@
 import { HttpServerError } from "@effect/platform"
-import { Context, Deferred, Effect, Exit, FiberId, Layer, Runtime } from "effect"
+import { Context, Deferred, Effect, Exit, FiberId, Layer, Runtime, Stream } from "effect"
 import cluster, { type Worker } from "node:cluster"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,8 +13,6 @@ import type { FrontAsk, FrontClose, FrontReplies, FrontReply, FrontStanding, Fro
 
 /** How long the fronts may take to finish their open requests once told to close. */
 const CLOSE_WAIT_MS = 12_000
-/** How often the log's standing is looked at for the fronts: a change reaches them within this. */
-const STANDING_EVERY_MS = 100
 
 /** Waits for every front to exit, bounded: they were told to close, and finish what they hold first. */
 const frontsExited = (waitMs: number) =>
@@ -172,15 +170,15 @@ export const frontsLayer = (options: FrontsOptions) =>
         })
         return state
       }
-      // The log's standing, pushed: a read on a front then asks nothing of this process to know it.
-      let logUp = health.unavailable() === undefined
-      const standing = (): FrontStanding => ({ t: "standing", logUp })
-      const watch = setInterval(() => {
-        if ((health.unavailable() === undefined) === logUp) return
-        logUp = !logUp
-        for (const w of Object.values(cluster.workers ?? {})) if (w !== undefined && w.isConnected() && started.get(w.id)?.up === true) w.send(standing())
-      }, STANDING_EVERY_MS)
-      yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(watch)))
+      // The log's standing, pushed as it changes: a read on a front then asks nothing of this process to know it.
+      const standing = (): FrontStanding => ({ t: "standing", logUp: health.unavailable() === undefined })
+      yield* Effect.forkScoped(
+        Stream.runForEach(health.changes, () =>
+          Effect.sync(() => {
+            for (const w of Object.values(cluster.workers ?? {})) if (w !== undefined && w.isConnected() && started.get(w.id)?.up === true) w.send(standing())
+          }),
+        ),
+      )
       const first = Array.from({ length: options.count }, fork)
       // Told before this process's server drains: they stop taking connections and finish the open ones,
       // which the server answers; FrontSocket's release waits for them to exit.
