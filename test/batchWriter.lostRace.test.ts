@@ -130,6 +130,40 @@ describe("decisions queued behind an append the log refused", () => {
     )
   })
 
+  // The model actor's plain row path (ModelActor.runRow) decides without an effect and waits by callback.
+  it("decided without an effect, the same: each is told it was not stored, and written() fails so the start is decided again", async () => {
+    const dir = tempDir()
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { writer, log, gate } = yield* writerOverHeldLog(dir)
+          const { batchId } = yield* writer.create(batchOf(3))
+          const started = { type: "batch_started" as const, batch_id: batchId, at: 1 }
+          yield* log.append([
+            { subject: batchSubject(batchId, "batch_started"), data: new TextEncoder().encode(JSON.stringify(started)), msgId: batchMsgId(started), expectLastSubjectSeq: 0 },
+          ])
+
+          gate.hold = (inputs) => inputs.some((m) => m.subject === batchSubject(batchId, "batch_started"))
+          const decided = [0, 1, 2].map((row) => writer.decideRowNow(batchId, { type: "StartRow", row, at: 2 }, lane)!)
+          expect(decided.map((d) => d.events.map((e) => e.type))).toEqual([["batch_started", "row_started"], ["row_started"], ["row_started"]])
+          const told = decided.map((d) => Effect.async<BatchWriter.Written | undefined>((resume) => d.whenStored((w) => resume(Effect.succeed(w)))))
+          yield* Deferred.succeed(gate.release, undefined)
+          // The first is refused for its batch_started: its row_started is in the log all the same.
+          expect(yield* Effect.all(told)).toEqual([undefined, undefined, undefined])
+          // The writer dropped its view of the batch: nothing is decided without an effect until it is read again.
+          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 3 }, lane)).toBeUndefined()
+          for (const d of decided) expect(Either.isLeft(yield* Effect.either(d.written()))).toBe(true)
+
+          // written() read it again: the rows the log does not hold are decided again, without an effect.
+          const again = [1, 2].map((row) => writer.decideRowNow(batchId, { type: "StartRow", row, at: 3 }, lane)!)
+          for (const d of again) expect(d.events.map((e) => e.type)).toEqual(["row_started"])
+          expect(yield* Effect.all(again.map((d) => Effect.async<BatchWriter.Written | undefined>((resume) => d.whenStored((w) => resume(Effect.succeed(w))))))).not.toContain(undefined)
+          expect(yield* startedInLog(log, batchId)).toEqual([0, 1, 2])
+        }),
+      ),
+    )
+  })
+
   it("a start decided as nothing on a closing still on its way is decided again when the log does not take the closing", async () => {
     const dir = tempDir()
     await Effect.runPromise(

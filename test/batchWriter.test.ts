@@ -76,6 +76,47 @@ describe("the batch writer", () => {
     )
   })
 
+  it("decides a row without an effect only when it holds the batch as it is, and tells when the log has stored it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
+    dirs.push(dir)
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const writer = yield* writerIn(dir)
+          const { batchId } = yield* writer.create(batchOf(2))
+          const stored = (decided: BatchWriter.DecidedNow) =>
+            Effect.async<BatchWriter.Written | undefined>((resume) => decided.whenStored((w) => resume(Effect.succeed(w))))
+
+          const start = writer.decideRowNow(batchId, { type: "StartRow", row: 0, at: 1 }, lane)!
+          expect(start.events.map((e) => e.type)).toEqual(["batch_started", "row_started"])
+          const startWritten = yield* stored(start)
+          expect(startWritten?.events).toBe(start.events)
+          expect(startWritten!.seq).toBeGreaterThan(0)
+          // Told again once stored: at once, with the same.
+          expect(yield* stored(start)).toEqual(startWritten)
+
+          // Nothing to decide (the row runs), a lost lease, a batch it does not hold: undefined, having decided nothing.
+          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 0, at: 2 }, lane)).toBeUndefined()
+          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 2 }, { ...lane, valid: () => false })).toBeUndefined()
+          expect(writer.decideRowNow("batch_unknown", { type: "StartRow", row: 0, at: 2 }, lane)).toBeUndefined()
+          writer.invalidate(batchId)
+          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 2 }, lane)).toBeUndefined()
+          expect((yield* writer.rowPhase(batchId, 1))?.status).not.toBe("running")
+
+          // Read again by the effect, the batch is held: the last settle ends it, and says so.
+          expect((yield* writer.executeRow(batchId, { type: "StartRow", row: 1, at: 3 }, lane)).events.map((e) => e.type)).toEqual(["row_started"])
+          yield* writer.executeRow(batchId, completed(0, 4), lane)
+          const last = writer.decideRowNow(batchId, completed(1, 5), lane)!
+          expect(last.events.map((e) => e.type)).toEqual(["row_completed", "batch_completed"])
+          const lastWritten = yield* stored(last)
+          expect(lastWritten).toMatchObject({ finished: true })
+          expect(lastWritten!.seq).toBeGreaterThan(startWritten!.seq)
+          expect(yield* last.written()).toEqual(lastWritten)
+        }),
+      ),
+    )
+  })
+
   it("rows a cancel settles together are counted by their model once the cancel is in the log", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
     dirs.push(dir)

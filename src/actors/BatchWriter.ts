@@ -77,6 +77,12 @@ export interface BatchWriterShape {
    * append is on the way, as long as it awaits `written` before anything that depends on it being stored.
    */
   readonly decideRow: (batchId: string, command: BatchCommand, lane: LaneHold) => Effect.Effect<Decided, Rejection | WriteError>
+  /**
+   * `decideRow` without an effect, for the row path's plain code, when the writer holds the batch as it
+   * is and the command decides events: undefined, having decided nothing, otherwise (the batch to be read,
+   * a lost lease, a rejection, nothing to write), and `decideRow` then tells which.
+   */
+  readonly decideRowNow: (batchId: string, command: BatchCommand, lane: LaneHold) => DecidedNow | undefined
   readonly now: Effect.Effect<number>
   /** The row's phase as the writer knows it (the log's, after a reload). */
   readonly rowPhase: (batchId: string, row: number) => Effect.Effect<RowPhase | undefined, LogUnavailable>
@@ -102,6 +108,16 @@ export interface Claimed {
 export interface Decided {
   readonly events: ReadonlyArray<BatchEvent>
   readonly written: Effect.Effect<Written, WriteError>
+}
+
+export interface DecidedNow {
+  readonly events: ReadonlyArray<BatchEvent>
+  /**
+   * Runs `stored` once the log's append of the events has ended: with what was written, or with
+   * undefined when it failed, and then `written()` fails as `decideRow`'s `written` would.
+   */
+  readonly whenStored: (stored: (written: Written | undefined) => void) => void
+  readonly written: () => Effect.Effect<Written, WriteError>
 }
 
 /** Another writer claimed the batch's ending first: the decisions of the append are made again knowing it. */
@@ -164,6 +180,12 @@ const appended = (outgoing: Outgoing): Effect.Effect<ReadonlyArray<AppendResult>
           ;(outgoing.waiting ??= []).push(resume)
         }),
   )
+
+const lastSeqOf = (results: ReadonlyArray<AppendResult>) => {
+  let seq = 0
+  for (const r of results) seq = Math.max(seq, r.seq)
+  return seq
+}
 
 const isClosedOrFinal = (state: BatchState) => isClosed(state) || isFinal(state.status)
 
@@ -517,24 +539,8 @@ export const Live = Layer.effect(
       })
     }
 
-    /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
-    const decideOn = (
-      batchId: string,
-      current: Entry,
-      command: BatchCommand,
-      lane: LaneHold | undefined,
-    ): Effect.Effect<Decided, Rejection | WriteError> => {
-      if (lane !== undefined && !lane.valid()) return Effect.fail(new LeaseLost({ model: lane.model, reason: "the lease was not renewed in time" }))
-      // Replaced (read again) since the caller got it: decided on the batch as it is now instead.
-      if (live.get(batchId) !== current) return decideCommand(batchId, command, lane)
-      // Another writer's closing stands for the batch, and the log may not hold it yet: it goes first, as
-      // it was claimed (the log stores it once, whoever appends it), and the command is decided after it.
-      const fate = standingClosing(current)
-      const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
-      if (Either.isLeft(decision)) return Effect.fail(decision.left)
-      const events = fate === undefined ? decision.right : [fate, ...decision.right]
-      if (events.length === 0) return Effect.succeed({ events, written: assumed(batchId, current) })
-      if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
+    /** Evolves the batch by decided events and queues them for the log: the synchronous step of a decision. */
+    const queue = (batchId: string, current: Entry, events: ReadonlyArray<BatchEvent>, lane: LaneHold | undefined, fate: Ending | undefined) => {
       const after = afterWritten(current.rowModels, metrics, current.state, current.owner, events)
       const wasFinal = isFinal(current.state.status)
       const ends = fate === undefined ? newEnding(current.state, events) : undefined
@@ -544,7 +550,13 @@ export const Live = Layer.effect(
       current.outbox.push(outgoing)
       current.last = outgoing
       startDrain(batchId, current)
-      const written: Effect.Effect<Written, WriteError> = appended(outgoing).pipe(
+      return { outgoing, finished }
+    }
+
+    /** What the log's append of a queued decision gives its caller (see `decideOn`). */
+    const writtenOf = (batchId: string, current: Entry, outgoing: Outgoing, lane: LaneHold | undefined, finished: boolean): Effect.Effect<Written, WriteError> => {
+      const { events } = outgoing
+      return appended(outgoing).pipe(
         Effect.matchEffect({
           onFailure: (error) => {
             // The decision is not in the log, so the state that assumed it is dropped and rebuilt from the log.
@@ -566,15 +578,48 @@ export const Live = Layer.effect(
               ),
             )
           },
-          onSuccess: (results) => {
-            if (results.length === 0) return nothingWritten
-            let seq = 0
-            for (const r of results) seq = Math.max(seq, r.seq)
-            return Effect.succeed({ events, seq, finished })
-          },
+          onSuccess: (results) => (results.length === 0 ? nothingWritten : Effect.succeed({ events, seq: lastSeqOf(results), finished })),
         }),
       )
-      return Effect.succeed({ events, written })
+    }
+
+    /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
+    const decideOn = (
+      batchId: string,
+      current: Entry,
+      command: BatchCommand,
+      lane: LaneHold | undefined,
+    ): Effect.Effect<Decided, Rejection | WriteError> => {
+      if (lane !== undefined && !lane.valid()) return Effect.fail(new LeaseLost({ model: lane.model, reason: "the lease was not renewed in time" }))
+      // Replaced (read again) since the caller got it: decided on the batch as it is now instead.
+      if (live.get(batchId) !== current) return decideCommand(batchId, command, lane)
+      // Another writer's closing stands for the batch, and the log may not hold it yet: it goes first, as
+      // it was claimed (the log stores it once, whoever appends it), and the command is decided after it.
+      const fate = standingClosing(current)
+      const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
+      if (Either.isLeft(decision)) return Effect.fail(decision.left)
+      const events = fate === undefined ? decision.right : [fate, ...decision.right]
+      if (events.length === 0) return Effect.succeed({ events, written: assumed(batchId, current) })
+      if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
+      const { outgoing, finished } = queue(batchId, current, events, lane, fate)
+      return Effect.succeed({ events, written: writtenOf(batchId, current, outgoing, lane, finished) })
+    }
+
+    const decideRowNow = (batchId: string, command: BatchCommand, lane: LaneHold): DecidedNow | undefined => {
+      const current = loads.has(batchId) ? undefined : live.get(batchId)
+      if (current === undefined || current.stale || !lane.valid()) return undefined
+      const fate = standingClosing(current)
+      const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
+      if (Either.isLeft(decision) || decision.right.length === 0) return undefined
+      const events = fate === undefined ? decision.right : [fate, ...decision.right]
+      const { outgoing, finished } = queue(batchId, current, events, lane, fate)
+      const whenStored = (stored: (written: Written | undefined) => void) => {
+        const ended = (exit: AppendExit) =>
+          stored(Exit.isSuccess(exit) && exit.value.length > 0 ? { events, seq: lastSeqOf(exit.value), finished } : undefined)
+        if (outgoing.exit !== undefined) ended(outgoing.exit)
+        else (outgoing.waiting ??= []).push(ended)
+      }
+      return { events, whenStored, written: () => writtenOf(batchId, current, outgoing, lane, finished) }
     }
     // No other command of this batch interleaves with a decision, and the log receives the batch's
     // events in the order they were decided. The append is awaited outside that step, so many rows'
@@ -698,6 +743,7 @@ export const Live = Layer.effect(
       execute,
       executeRow,
       decideRow: decideCommand,
+      decideRowNow,
       now: clock.currentTimeMillis,
       rowPhase: phaseOf,
       claimLane,

@@ -1,19 +1,21 @@
-import { Effect, Random } from "effect"
+import { Effect, FiberSet, Random } from "effect"
 import { randomUUID } from "node:crypto"
 import { type ModelEntry, costUsd } from "../config/Catalog.js"
-import type { BatchCommand, RowOutcome } from "../domain/batch/decide.js"
+import type { BatchCommand, Rejection, RowOutcome } from "../domain/batch/decide.js"
 import type { BatchEndpoint } from "../domain/batch/endpoint.js"
 import { type RowRequest, responsesRowResult, rowRequest } from "../domain/batch/rowCall.js"
 import type { BatchEvent } from "../domain/batch/events.js"
 import { rowOutcome } from "../domain/upstream/rowOutcome.js"
+import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
+import type { UpstreamOutcome } from "../domain/upstream/UpstreamOutcome.js"
 import type { EventLogShape } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
-import type { BatchWriterShape, Decided } from "./BatchWriter.js"
+import type { BatchWriterShape, Decided, DecidedNow, WriteError } from "./BatchWriter.js"
 import type { LaneHold, LeaseLost } from "./lease/LaneHold.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
 import { makeBodyCache } from "./bodyCache.js"
-import { whileLogUnavailable } from "./logRetry.js"
+import { isUnavailable, whileLogUnavailable } from "./logRetry.js"
 import { type TakenRow, makeModelSlots } from "./model/modelSlots.js"
 import type { LaneTerms } from "../domain/scheduling/ModelQueue.js"
 import { Priorities, type Priority } from "../domain/scheduling/priority.js"
@@ -56,8 +58,8 @@ interface Route {
 }
 
 /**
- * One model's actor, run by the holder of its lease: workers take rows in turn from its slots
- * (model/modelSlots.ts) and run each through its attempt: the start decided and appended in the
+ * One model's actor, run by the holder of its lease: it takes rows in turn from its slots
+ * (model/modelSlots.ts) as they free, and runs each through its attempt: the start decided and appended in the
  * lease's lane, the upstream call, the answer's outcome (domain/upstream/rowOutcome.ts) settled, a
  * retry slept until due. On shutdown it stops taking rows and lets the running ones finish.
  */
@@ -107,27 +109,31 @@ export const makeModelActor = (
 
     const costOf = (usage: unknown) => costUsd(model, usage)
     type Answered = { readonly at: number; readonly outcome: RowOutcome; readonly reason: string }
+    const onAnswered = (freeSlot: () => void) => (answer: UpstreamOutcome, seconds: number) => {
+      metrics.upstreamAnswered(model.id, answerLabel(answer), seconds)
+      // Pushback cuts the slots before this one is given back.
+      load.observe(model, answer._tag === "Response" ? answer.status : undefined, answer._tag === "Response" ? answer.retryAfterMs : undefined)
+      freeSlot()
+    }
+    /** An answer's outcome; `random` draws the backoff's jitter (a retry's). */
+    const answered = (attempt: number, answer: UpstreamOutcome, random: number, route?: Route, request?: Extract<RowRequest, { _tag: "Send" }>): Answered => {
+      const at = clock.unsafeCurrentTimeMillis()
+      const requestId = `req_${randomUUID().replaceAll("-", "")}`
+      const responses = request?.responses
+      const resultBody =
+        responses === undefined || route === undefined
+          ? undefined
+          : (completion: unknown) => responsesRowResult(responses, completion, { requestId, model: model.id, createdAt: route.createdAt, completedAt: at })
+      return { at, reason: answerLabel(answer), outcome: rowOutcome(answer, { attempt, at, random, requestId, costOf, resultBody }) }
+    }
+    // The jitter comes from the runtime's Random, which tests may seed.
+    const answeredOf = (attempt: number, answer: UpstreamOutcome, route?: Route, request?: Extract<RowRequest, { _tag: "Send" }>) =>
+      Effect.map(Random.next, (random) => answered(attempt, answer, random, route, request))
     /** The outcome of one attempt; `route` and `request`, for a row of another endpoint than chat completions. */
     const outcomeOf = (attempt: number, body: string, freeSlot: () => void, route?: Route, request?: Extract<RowRequest, { _tag: "Send" }>) => {
       metrics.attempt(model.id)
-      return Effect.flatMap(
-        upstream.call(request?.body ?? body, (answer, seconds) => {
-          metrics.upstreamAnswered(model.id, answerLabel(answer), seconds)
-          // Pushback cuts the slots before this one is given back.
-          load.observe(model, answer._tag === "Response" ? answer.status : undefined, answer._tag === "Response" ? answer.retryAfterMs : undefined)
-          freeSlot()
-        }, lane.validThrough(), request?.path),
-        (answer): Effect.Effect<Answered> =>
-          Effect.map(Random.next, (random) => {
-            const at = clock.unsafeCurrentTimeMillis()
-            const requestId = `req_${randomUUID().replaceAll("-", "")}`
-            const responses = request?.responses
-            const resultBody =
-              responses === undefined || route === undefined
-                ? undefined
-                : (completion: unknown) => responsesRowResult(responses, completion, { requestId, model: model.id, createdAt: route.createdAt, completedAt: at })
-            return { at, reason: answerLabel(answer), outcome: rowOutcome(answer, { attempt, at, random, requestId, costOf, resultBody }) }
-          }),
+      return Effect.flatMap(upstream.call(request?.body ?? body, onAnswered(freeSlot), lane.validThrough(), request?.path), (answer) =>
+        answeredOf(attempt, answer, route, request),
       )
     }
 
@@ -194,51 +200,155 @@ export const makeModelActor = (
           }),
       })
 
-    const runRow = ({ accountId, batchId, row, freeSlot, priority, early }: TakenRow) =>
+    type Started = Extract<BatchEvent, { type: "row_started" }>
+    const startOf = (events: ReadonlyArray<BatchEvent>) => events.find((e): e is Started => e.type === "row_started")
+    const counted = ({ batchId, priority, early }: TakenRow, start: Started) => {
+      metrics.rowStarted(model.id, priority, early)
+      const created = start.attempt === 1 ? createdAt.get(batchId) : undefined
+      if (created !== undefined) metrics.firstStart(model.id, (start.at - created) / 1000)
+    }
+
+    /** What a settle's stored events leave to do: count them, and sleep a retry until it is due. */
+    const settled = ({ accountId, batchId, row, priority }: TakenRow, events: ReadonlyArray<BatchEvent>, { at, reason }: Answered) => {
+      countSettled(events, reason)
+      const retry = events.find((e) => e.type === "row_retrying")
+      if (retry === undefined || retry.type !== "row_retrying") return
+      bumpRetrying(accountId, priority, 1)
+      run(
+        Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
+          Effect.ensuring(Effect.sync(() => bumpRetrying(accountId, priority, -1))),
+          Effect.andThen(() => enqueue(accountId, batchId, [row])),
+        ),
+      )
+    }
+
+    // The row as effects, from whichever step the plain code below hands it over at: each step as the
+    // one before it left the row, so a row handed over is never decided twice.
+    const settleFrom = (taken: TakenRow, decided: Decided, attempt: number, answer: Answered) =>
       Effect.gen(function* () {
-        const decided = yield* decideStart(batchId, row)
-        const start = decided.events.find((e) => e.type === "row_started")
-        if (start?.type !== "row_started") return
-        metrics.rowStarted(model.id, priority, early)
-        const created = start.attempt === 1 ? createdAt.get(batchId) : undefined
-        if (created !== undefined) metrics.firstStart(model.id, (start.at - created) / 1000)
+        const { batchId, row } = taken
+        const written = yield* startWritten(batchId, row, decided, attempt)
+        if (written === undefined) return
+        const { events } = yield* write(batchId, { type: "SettleRow", row, attempt: written, at: answer.at, outcome: answer.outcome })
+        settled(taken, events, answer)
+      })
+    const callFrom = (taken: TakenRow, decided: Decided, start: Started) =>
+      Effect.gen(function* () {
+        const { batchId, row, freeSlot } = taken
         // The call goes out while the start is appended. A crash before the start is stored leaves the
         // row queued in the log, which runs it again: the same as a crash during the call.
         const body = bodies.cached(batchId, row) ?? (yield* bodyOf(batchId, row)) ?? "{}"
         const route = routes.get(batchId)
-        const { at, outcome, reason } = yield* (route === undefined ? outcomeOf(start.attempt, body, freeSlot) : routedOutcome(start.attempt, body, freeSlot, route))
-        const attempt = yield* startWritten(batchId, row, decided, start.attempt)
-        if (attempt === undefined) return
-        const settled = yield* write(batchId, { type: "SettleRow", row, attempt, at, outcome })
-        countSettled(settled.events, reason)
-        const retry = settled.events.find((e) => e.type === "row_retrying")
-        if (retry !== undefined && retry.type === "row_retrying") {
-          bumpRetrying(accountId, priority, 1)
-          yield* Effect.sleep(Math.max(0, retry.retry_at - at)).pipe(
-            Effect.ensuring(Effect.sync(() => bumpRetrying(accountId, priority, -1))),
-            Effect.andThen(() => enqueue(accountId, batchId, [row])),
-            Effect.forkDaemon,
-          )
-        }
-      }).pipe(
-        Effect.catchTag("BatchNotFound", () => Effect.void),
-        Effect.catchTag("LeaseLost", (lost) =>
-          Effect.sync(() => {
-            slots.stopTaking()
-            onLost(lost)
-          }),
-        ),
-        Effect.catchAllCause((cause) => Effect.logError(`row ${row} of ${batchId} on ${model.id} could not be run`, cause)),
-      )
+        const answer = yield* (route === undefined ? outcomeOf(start.attempt, body, freeSlot) : routedOutcome(start.attempt, body, freeSlot, route))
+        yield* settleFrom(taken, decided, start.attempt, answer)
+      })
+    const rowFrom = (taken: TakenRow) =>
+      Effect.flatMap(decideStart(taken.batchId, taken.row), (decided) => {
+        const start = startOf(decided.events)
+        if (start === undefined) return Effect.void
+        counted(taken, start)
+        return callFrom(taken, decided, start)
+      })
 
-    const worker = Effect.forever(
-      Effect.flatMap(slots.next, (taken) =>
-        runRow(taken).pipe(Effect.ensuring(Effect.sync(taken.finish))),
-      ),
+    /** Runs the rest of a row as effects; the row is finished when they end, however they end. */
+    const handOver = (taken: TakenRow, rest: Effect.Effect<void, Rejection | WriteError>) => {
+      plain.delete(taken)
+      run(
+        rest.pipe(
+          Effect.catchTag("BatchNotFound", () => Effect.void),
+          Effect.catchTag("LeaseLost", (lost) =>
+            Effect.sync(() => {
+              slots.stopTaking()
+              onLost(lost)
+            }),
+          ),
+          Effect.catchAllCause((cause) => Effect.logError(`row ${taken.row} of ${taken.batchId} on ${model.id} could not be run`, cause)),
+          Effect.ensuring(Effect.sync(taken.finish)),
+        ),
+      )
+    }
+    const decidedOf = (now: DecidedNow): Decided => ({ events: now.events, written: now.written() })
+
+    // A row's common path as plain code: the start decided and the settle decided without an effect
+    // each, the call made and the appends awaited by callbacks. Fibers and their allocations per row
+    // were most of a row's CPU (docs/performance.md). Whatever is not that path (the batch to read from
+    // the log, a body not cached, another endpoint, an answer that is not a success, an append that
+    // failed) hands the row over to the effects above at the step it reached.
+    let closed = false
+    /** The rows on the plain path, each with the abort of its call while it is at the model. */
+    const plain = new Map<TakenRow, (() => void) | undefined>()
+    const done = (taken: TakenRow) => {
+      plain.delete(taken)
+      taken.finish()
+    }
+    /** A step of a row's plain code, once the actor is still running; a defect ends the row as the effects would. */
+    const step = (taken: TakenRow, next: () => void) => {
+      if (closed) return done(taken)
+      try {
+        next()
+      } catch (defect) {
+        handOver(taken, Effect.die(defect))
+      }
+    }
+    const later = (taken: TakenRow, next: () => void) => queueMicrotask(() => step(taken, next))
+
+    const runRow = (taken: TakenRow) => {
+      const { batchId, row, freeSlot } = taken
+      const decided = writer.decideRowNow(batchId, { type: "StartRow", row, at: clock.unsafeCurrentTimeMillis() }, lane)
+      if (decided === undefined) return handOver(taken, rowFrom(taken))
+      const start = startOf(decided.events)
+      // Not started (the batch closing): once the log holds the decision, the row is done, or decided again.
+      if (start === undefined) return handOver(taken, Effect.catchIf(decided.written(), isUnavailable, () => rowFrom(taken)))
+      counted(taken, start)
+      const body = bodies.cached(batchId, row)
+      if (body === undefined || routes.has(batchId)) return handOver(taken, callFrom(taken, decidedOf(decided), start))
+      metrics.attempt(model.id)
+      const abort = upstream.start(body, onAnswered(freeSlot), lane.validThrough(), undefined, (answer) =>
+        step(taken, () => {
+          plain.set(taken, undefined)
+          if (classifyUpstream(answer)._tag !== "Success") {
+            return handOver(taken, Effect.flatMap(answeredOf(start.attempt, answer), (a) => settleFrom(taken, decidedOf(decided), start.attempt, a)))
+          }
+          const success = answered(start.attempt, answer, 0)
+          decided.whenStored((stored) => later(taken, () => settle(taken, decided, start.attempt, success, stored !== undefined)))
+        }),
+      )
+      plain.set(taken, abort)
+    }
+    const settle = (taken: TakenRow, started: DecidedNow, attempt: number, answer: Answered, startStored: boolean) => {
+      if (!startStored) return handOver(taken, settleFrom(taken, decidedOf(started), attempt, answer))
+      const { batchId, row } = taken
+      const command = { type: "SettleRow", row, attempt, at: answer.at, outcome: answer.outcome } as const
+      const decided = writer.decideRowNow(batchId, command, lane)
+      if (decided === undefined) return handOver(taken, Effect.flatMap(write(batchId, command), ({ events }) => Effect.sync(() => settled(taken, events, answer))))
+      decided.whenStored((stored) =>
+        later(taken, () => {
+          if (stored === undefined) {
+            const again = Effect.catchIf(decided.written(), isUnavailable, () => write(batchId, command))
+            return handOver(taken, Effect.flatMap(again, ({ events }) => Effect.sync(() => settled(taken, events, answer))))
+          }
+          settled(taken, stored.events, answer)
+          done(taken)
+        }),
+      )
+    }
+
+    // Finalizers run last added first: running rows finish (below), then a row still running stops
+    // here, then the effects of rows handed over are interrupted (the set's own finalizer).
+    const fibers = yield* FiberSet.make<unknown, never>()
+    const run = yield* FiberSet.runtime(fibers)<never>()
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        for (const [taken, abort] of plain) {
+          abort?.()
+          taken.finish()
+        }
+        plain.clear()
+      }),
     )
-    for (let i = 0; i < slots.workers; i++) yield* Effect.forkScoped(worker)
-    // Added after the workers so it runs before they are interrupted: running rows finish first. It
-    // waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
+    slots.serve((taken) => step(taken, () => runRow(taken)))
+    // It waits on wall-clock time: shutdown must not depend on the clock the rows are scheduled by.
     // (A timer of the runtime's own: the actors' Clock may be a TestClock that nothing moves at shutdown.)
     yield* Effect.addFinalizer(() =>
       Effect.promise(

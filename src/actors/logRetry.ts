@@ -4,7 +4,7 @@ import { LogUnavailable } from "../eventlog/EventLog.js"
 /** How the actors wait for an unavailable log: quickly at first, then every two seconds. */
 export const LOG_RETRY = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")))
 
-const unavailable = (e: unknown): e is LogUnavailable => e instanceof LogUnavailable
+export const isUnavailable = (e: unknown): e is LogUnavailable => e instanceof LogUnavailable
 
 /**
  * `attempt` again, with a warning each time, while the log is unavailable (a NATS restart, a publish
@@ -12,10 +12,10 @@ const unavailable = (e: unknown): e is LogUnavailable => e instanceof LogUnavail
  * failed, so the row path pays nothing for it while the log answers.
  */
 export const whileLogUnavailable = <A, E>(attempt: Effect.Effect<A, E | LogUnavailable>, waits: (e: LogUnavailable) => string) => {
-  const warned = (e: unknown) => (unavailable(e) ? Effect.logWarning(waits(e)) : Effect.void)
+  const warned = (e: unknown) => (isUnavailable(e) ? Effect.logWarning(waits(e)) : Effect.void)
   return attempt.pipe(
-    Effect.catchIf(unavailable, (e) =>
-      Effect.andThen(warned(e), attempt.pipe(Effect.tapError(warned), Effect.retry({ schedule: LOG_RETRY, while: unavailable }))),
+    Effect.catchIf(isUnavailable, (e) =>
+      Effect.andThen(warned(e), attempt.pipe(Effect.tapError(warned), Effect.retry({ schedule: LOG_RETRY, while: isUnavailable }))),
     ),
   )
 }

@@ -44,6 +44,17 @@ export interface UpstreamCaller {
     /** Where it goes after the model's URL: `/chat/completions` when absent. */
     to?: UpstreamPath,
   ) => Effect.Effect<UpstreamOutcome>
+  /**
+   * `call` without an effect, for the row path's plain code: `answered` runs with the outcome (in a
+   * microtask after `onAnswered`). Answers a function that aborts the call and drops its answer.
+   */
+  readonly start: (
+    body: string,
+    onAnswered: ((outcome: UpstreamOutcome, seconds: number) => void) | undefined,
+    notAfter: number | undefined,
+    to: UpstreamPath | undefined,
+    answered: (outcome: UpstreamOutcome) => void,
+  ) => () => void
   /** At most this many calls at the model at once; calls beyond it wait in the upstream thread. */
   readonly limit: (slots: number) => void
   /** The calls waiting in the upstream thread for a slot, as far as its reports have come. */
@@ -107,7 +118,46 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
       thread.limit(target, slots)
     }
 
-    /** `onAnswered` runs as soon as the call ends, before the caller's fiber resumes: a slot can be freed at once. */
+    /** `onAnswered` runs as soon as the call ends, before `answered`: a slot can be freed at once. */
+    const start = (
+      body: string,
+      onAnswered: ((outcome: UpstreamOutcome, seconds: number) => void) | undefined,
+      notAfter: number | undefined,
+      to: UpstreamPath | undefined,
+      answered: (outcome: UpstreamOutcome) => void,
+    ): (() => void) => {
+      let id = -1
+      let settled = false
+      const settle = (outcome: UpstreamOutcome) => {
+        if (settled) return
+        settled = true
+        inFlight.delete(id)
+        onAnswered?.(outcome, (performance.now() - entry.sentAt) / 1000)
+        // Answers arrive many at once: the slots they free send their next calls before any of these
+        // rows' bookkeeping runs, or the last call of a round would wait for all of it.
+        queueMicrotask(() => answered(outcome))
+      }
+      const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, sentAt: performance.now(), settle }
+      id = thread.send(
+        target,
+        upstreamBody(model, body),
+        settle,
+        (held) => {
+          if (held) entry.deadline = Number.POSITIVE_INFINITY
+          else arm(entry)
+        },
+        notAfter,
+        to === "/embeddings" ? embeddingsPath : undefined,
+      )
+      inFlight.set(id, entry)
+      arm(entry)
+      return () => {
+        settled = true
+        inFlight.delete(id)
+        thread.abort(id)
+      }
+    }
+
     const call = (
       body: string,
       onAnswered?: (outcome: UpstreamOutcome, seconds: number) => void,
@@ -115,36 +165,8 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
       to?: UpstreamPath,
     ): Effect.Effect<UpstreamOutcome> =>
       Effect.async<UpstreamOutcome>((resume) => {
-        let id = -1
-        let settled = false
-        const settle = (outcome: UpstreamOutcome) => {
-          if (settled) return
-          settled = true
-          inFlight.delete(id)
-          onAnswered?.(outcome, (performance.now() - entry.sentAt) / 1000)
-          // Answers arrive many at once: the slots they free send their next calls before any of these
-          // rows' bookkeeping runs, or the last call of a round would wait for all of it.
-          queueMicrotask(() => resume(Effect.succeed(outcome)))
-        }
-        const entry: InFlight = { deadline: Number.POSITIVE_INFINITY, sentAt: performance.now(), settle }
-        id = thread.send(
-          target,
-          upstreamBody(model, body),
-          settle,
-          (held) => {
-            if (held) entry.deadline = Number.POSITIVE_INFINITY
-            else arm(entry)
-          },
-          notAfter,
-          to === "/embeddings" ? embeddingsPath : undefined,
-        )
-        inFlight.set(id, entry)
-        arm(entry)
-        return Effect.sync(() => {
-          settled = true
-          inFlight.delete(id)
-          thread.abort(id)
-        })
+        const abort = start(body, onAnswered, notAfter, to, (outcome) => resume(Effect.succeed(outcome)))
+        return Effect.sync(abort)
       })
 
     const held = () => {
@@ -153,5 +175,5 @@ export const makeUpstreamCaller = (model: ModelEntry) =>
       return n
     }
 
-    return { call, limit, held } satisfies UpstreamCaller
+    return { call, start, limit, held } satisfies UpstreamCaller
   })

@@ -1,4 +1,4 @@
-import { Effect, Option, Queue } from "effect"
+import { Effect } from "effect"
 import type { ModelEntry } from "../../config/Catalog.js"
 import { heldCalls } from "../../domain/scheduling/batchSlots.js"
 import { type LaneTerms, ModelQueue, type Taken } from "../../domain/scheduling/ModelQueue.js"
@@ -13,7 +13,7 @@ export interface CallLimit {
   readonly limit: (calls: number) => void
 }
 
-/** A row taken for a slot: `freeSlot` once the model has answered it, `finish` once it is settled. */
+/** A row taken for a slot: `freeSlot` once the model has answered it, `finish` once it is settled (each once; again does nothing). */
 export interface TakenRow extends Taken {
   readonly freeSlot: () => void
   readonly finish: () => void
@@ -39,25 +39,32 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
       if (rate === undefined || at - rate.at >= 1_000) rate = { at, perMs: answers.perMs() }
       return rate.perMs
     }
-    // Workers with nothing to take wait here for a wake-up; the queue's negative size counts them.
-    const wakeups = yield* Queue.unbounded<void>()
     const held = heldCalls(model.batchConcurrency)
+    // Rows between take and settled: twice the slots, as a row being settled has freed its slot for another.
+    const mostBusy = 2 * model.batchConcurrency + held
     let calling = 0
     let busy = 0
     let taking = true
+    let serve: ((taken: TakenRow) => void) | undefined
+    let pumping = false
 
-    /** Lets up to `n` waiting workers look for a row again: one freed slot wakes one worker, not all. */
-    const wake = (n = Infinity) => {
-      const waiting = -Option.getOrElse(wakeups.unsafeSize(), () => 0)
-      for (let i = Math.min(n, waiting); i > 0; i--) wakeups.unsafeOffer(undefined)
+    /** Hands `serve` every row that may start now, in turn. */
+    const pump = () => {
+      pumping = false
+      if (serve === undefined) return
+      for (let taken = take(); taken !== undefined; taken = take()) serve(taken)
+    }
+    /** Rows may start: they are taken once the code that said so has run (a slot freed, rows pushed). */
+    const wake = () => {
+      if (pumping || turns.size === 0) return
+      pumping = true
+      queueMicrotask(pump)
     }
     const limitCalls = () => {
       if (held > 0) calls.limit(load.batchSlots(model))
     }
-    // As many workers as there are slots free, and none with nothing queued: waking every waiting worker
-    // (twice the slots) on each interactive request's end cost a 256-slot model's requests 16 ms of CPU each.
     const wakeForFree = () => {
-      if (turns.size > 0) wake(Math.max(0, load.batchSlots(model) + held - calling))
+      if (calling < load.batchSlots(model) + held) wake()
     }
     admission.onChange(wakeForFree)
     load.onChange(() => {
@@ -70,53 +77,53 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
     const mayStart = (accountId: string, batchId: string) => admission.mayStart(accountId, batchId)
     const take = (): TakenRow | undefined => {
       const item =
-        !taking || calling >= load.batchSlots(model) + held
+        !taking || busy >= mostBusy || calling >= load.batchSlots(model) + held
           ? undefined
           : // Background rows give way to interactive traffic altogether: they run only while none is in flight.
             turns.take(mayStart, { now: now(), ratePerMs, backgroundMayRun: load.interactiveInFlight(model) === 0 })
       if (item === undefined) return undefined
-      // Taken synchronously with the check above, so no two workers pass it for the last slot.
+      // Taken synchronously with the check above, so no two rows pass it for the last slot.
       calling++
       busy++
       admission.acquire(item.accountId)
       let holdsSlot = true
+      let finished = false
       const freeSlot = () => {
         if (!holdsSlot) return
         holdsSlot = false
         calling--
         answers.record(now())
-        wake(1)
+        wake()
       }
       return {
         ...item,
         freeSlot,
         finish: () => {
+          if (finished) return
+          finished = true
           freeSlot()
           busy--
           admission.release(item.accountId)
+          wake()
         },
       }
     }
-    /** The next row in turn once a slot is free for it. */
-    const next: Effect.Effect<TakenRow> = Effect.suspend(() => {
-      const item = take()
-      return item !== undefined ? Effect.succeed(item) : Effect.zipRight(Queue.take(wakeups), next)
-    })
 
     return {
-      /** Workers: twice the slots, as a worker whose row is being settled has freed its slot for another. */
-      workers: 2 * model.batchConcurrency + held,
-      next,
+      /** `start` runs each row as it is taken, in turn, from now on. */
+      serve: (start: (taken: TakenRow) => void) => {
+        serve = start
+        wake()
+      },
       /** `terms` with the batch's first rows; a retry's push keeps them. */
       push: (accountId: string, batchId: string, rows: ReadonlyArray<number>, terms?: LaneTerms) => {
         turns.push(accountId, batchId, rows, terms)
-        wake(Math.max(0, load.batchSlots(model) + held - calling))
+        wakeForFree()
       },
       drop: (batchId: string) => turns.drop(batchId),
       /** No row is taken from now on (shutdown, a lost lease); the running ones go on. */
       stopTaking: () => {
         taking = false
-        wake()
       },
       queued: () => turns.size,
       queuedByAccount: () => turns.sizesByAccount(),
