@@ -1,4 +1,4 @@
-import { cpuMs, ownCpuMs } from "./cpuTime.js"
+import { cpuMs, mainThreadCpuMs, ownCpuMs } from "./cpuTime.js"
 import type { SluiceApi } from "./sluiceApi.js"
 
 export interface BatchCost {
@@ -17,13 +17,14 @@ export const batchCost = async (
   api: SluiceApi,
   body: string,
   rows: number,
-  /** A pid counts the process and those it started (Sluice's HTTP fronts); `{ own }` the process alone. */
-  pids: ReadonlyArray<number | { readonly own: number }>,
+  /** A pid counts the process and those it started (Sluice's HTTP fronts); `{ own }` the process alone; `{ main }` its main thread alone. */
+  pids: ReadonlyArray<number | { readonly own: number } | { readonly main: number }>,
   hooks: { readonly accepted?: (batchId: string) => Promise<void>; readonly finished?: () => Promise<void> } = {},
 ): Promise<BatchCost> => {
   const created = await api.create(body)
   await hooks.accepted?.(created.id)
-  const read = (pid: number | { readonly own: number }) => (typeof pid === "number" ? cpuMs(pid) : ownCpuMs(pid.own))
+  const read = (pid: number | { readonly own: number } | { readonly main: number }) =>
+    typeof pid === "number" ? cpuMs(pid) : "own" in pid ? ownCpuMs(pid.own) : mainThreadCpuMs(pid.main)
   const cpu0 = pids.map(read)
   const done = await api.waitFinal(created.id, 25)
   const cpu = pids.map((pid, i) => read(pid) - cpu0[i]!)

@@ -6,6 +6,12 @@ export const ownCpuMs = (pid: number) => {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
+/** User plus system CPU time of a process's main thread alone (Sluice's dispatch thread), in ms, from /proc/<pid>/task/<pid>/stat. */
+export const mainThreadCpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
 /** The processes a process started that are running now, from /proc/<pid>/task/<tid>/children. */
 export const childPids = (pid: number): Array<number> => {
   const children: Array<number> = []
