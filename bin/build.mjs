@@ -37,9 +37,10 @@ await Promise.all([
   }),
 ])
 for (const file of ["index.html", "console.css"]) copyFileSync(path(`../console/${file}`), path(`../dist/console/${file}`))
-// The upstream thread's entry, loaded by its URL next to the server's code (src/actors/upstreamThread.ts).
+// The worker threads' entries, loaded by their URLs next to the server's code (src/actors/upstreamThread.ts, src/eventlog/walCheckpoints.ts).
 mkdirSync(path("../dist"), { recursive: true })
 copyFileSync(path("../src/actors/upstreamWorker.mjs"), path("../dist/upstreamWorker.mjs"))
+copyFileSync(path("../src/eventlog/walCheckpointWorker.mjs"), path("../dist/walCheckpointWorker.mjs"))
 
 // TypeScript is a development dependency: an install without it (`npm ci --omit=dev`, the Docker image) runs the
 // server and the CLI from their bundles and has no use for the SDK's own build.
