@@ -66,6 +66,23 @@ const writerOverHeldLog = (dir: string) =>
     return { writer: Context.get(context, BatchWriter.BatchWriter), log: Context.get(context, EventLog), gate }
   })
 
+/**
+ * A writer over a held log (above), and a batch of `n` rows that another instance has started while the
+ * writer's view still has it validating: the writer's own `batch_started`, decided with its first start, is held at the gate.
+ */
+const startedElsewhere = (dir: string, n: number) =>
+  Effect.gen(function* () {
+    const held = yield* writerOverHeldLog(dir)
+    const { writer, log, gate } = held
+    const { batchId } = yield* writer.create(batchOf(n))
+    const started = { type: "batch_started" as const, batch_id: batchId, at: 1 }
+    yield* log.append([
+      { subject: batchSubject(batchId, "batch_started"), data: new TextEncoder().encode(JSON.stringify(started)), msgId: batchMsgId(started), expectLastSubjectSeq: 0 },
+    ])
+    gate.hold = (inputs) => inputs.some((m) => m.subject === batchSubject(batchId, "batch_started"))
+    return { ...held, batchId }
+  })
+
 /** The rows whose start the log holds, read from its lane windows. */
 const startedInLog = (log: Context.Tag.Service<typeof EventLog>, batchId: string) =>
   Effect.map(Stream.runCollect(log.read(oneBatch(batchId), 1)), (messages) =>
@@ -99,19 +116,10 @@ describe("decisions queued behind an append the log refused", () => {
   // with an expected last subject sequence of 0, once the first is stored, is refused, not answered as its
   // duplicate). The rows that instance decided while its append was on its way were never written, and never run.
   it("are decided again on the log's batch: no start is answered as written that the log does not hold", async () => {
-    const dir = tempDir()
     await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const { writer, log, gate } = yield* writerOverHeldLog(dir)
-          const { batchId } = yield* writer.create(batchOf(4))
-          // Another instance starts the batch: this writer's view still has it validating.
-          const started = { type: "batch_started" as const, batch_id: batchId, at: 1 }
-          yield* log.append([
-            { subject: batchSubject(batchId, "batch_started"), data: new TextEncoder().encode(JSON.stringify(started)), msgId: batchMsgId(started), expectLastSubjectSeq: 0 },
-          ])
-
-          gate.hold = (inputs) => inputs.some((m) => m.subject === batchSubject(batchId, "batch_started"))
+          const { writer, log, gate, batchId } = yield* startedElsewhere(tempDir(), 4)
           const first = yield* writer.decideRow(batchId, { type: "StartRow", row: 0, at: 2 }, lane)
           expect(first.events.map((e) => e.type)).toEqual(["batch_started", "row_started"])
           const behind = yield* Effect.forEach([1, 2, 3], (row) => writer.decideRow(batchId, { type: "StartRow", row, at: 3 }, lane))
@@ -132,18 +140,10 @@ describe("decisions queued behind an append the log refused", () => {
 
   // The model actor's plain row path (ModelActor.runRow) decides without an effect and waits by callback.
   it("decided without an effect, the same: each is told it was not stored, and written() fails so the start is decided again", async () => {
-    const dir = tempDir()
     await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const { writer, log, gate } = yield* writerOverHeldLog(dir)
-          const { batchId } = yield* writer.create(batchOf(3))
-          const started = { type: "batch_started" as const, batch_id: batchId, at: 1 }
-          yield* log.append([
-            { subject: batchSubject(batchId, "batch_started"), data: new TextEncoder().encode(JSON.stringify(started)), msgId: batchMsgId(started), expectLastSubjectSeq: 0 },
-          ])
-
-          gate.hold = (inputs) => inputs.some((m) => m.subject === batchSubject(batchId, "batch_started"))
+          const { writer, log, gate, batchId } = yield* startedElsewhere(tempDir(), 3)
           const decided = [0, 1, 2].map((row) => writer.decideRowNow(batchId, { type: "StartRow", row, at: 2 }, lane)!)
           expect(decided.map((d) => d.events.map((e) => e.type))).toEqual([["batch_started", "row_started"], ["row_started"], ["row_started"]])
           const told = decided.map((d) => Effect.async<BatchWriter.Written | undefined>((resume) => d.whenStored((w) => resume(Effect.succeed(w)))))

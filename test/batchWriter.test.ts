@@ -1,4 +1,4 @@
-import { Context, Deferred, Effect, Fiber, Layer, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, type Scope, Stream } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -42,6 +42,13 @@ const batchOf = (n: number) => ({
 
 const lane = { model: "m", owner: "test", revision: 1, valid: () => true, validThrough: () => Number.POSITIVE_INFINITY }
 
+/** Runs `body` with a writer over a real embedded log in a temporary directory (removed after the test). */
+const withWriter = (dirs: Array<string>, body: (writer: BatchWriter.BatchWriterShape) => Effect.Effect<void, unknown, Scope.Scope>) => {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
+  dirs.push(dir)
+  return Effect.runPromise(Effect.scoped(Effect.flatMap(writerIn(dir), body)))
+}
+
 describe("the batch writer", () => {
   const dirs: Array<string> = []
   afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })))
@@ -77,43 +84,38 @@ describe("the batch writer", () => {
   })
 
   it("decides a row without an effect only when it holds the batch as it is, and tells when the log has stored it", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-writer-"))
-    dirs.push(dir)
-    await Effect.runPromise(
-      Effect.scoped(
-        Effect.gen(function* () {
-          const writer = yield* writerIn(dir)
-          const { batchId } = yield* writer.create(batchOf(2))
-          const stored = (decided: BatchWriter.DecidedNow) =>
-            Effect.async<BatchWriter.Written | undefined>((resume) => decided.whenStored((w) => resume(Effect.succeed(w))))
+    await withWriter(dirs, (writer) =>
+      Effect.gen(function* () {
+        const { batchId } = yield* writer.create(batchOf(2))
+        const stored = (decided: BatchWriter.DecidedNow) =>
+          Effect.async<BatchWriter.Written | undefined>((resume) => decided.whenStored((w) => resume(Effect.succeed(w))))
 
-          const start = writer.decideRowNow(batchId, { type: "StartRow", row: 0, at: 1 }, lane)!
-          expect(start.events.map((e) => e.type)).toEqual(["batch_started", "row_started"])
-          const startWritten = yield* stored(start)
-          expect(startWritten?.events).toBe(start.events)
-          expect(startWritten!.seq).toBeGreaterThan(0)
-          // Told again once stored: at once, with the same.
-          expect(yield* stored(start)).toEqual(startWritten)
+        const start = writer.decideRowNow(batchId, { type: "StartRow", row: 0, at: 1 }, lane)!
+        expect(start.events.map((e) => e.type)).toEqual(["batch_started", "row_started"])
+        const startWritten = yield* stored(start)
+        expect(startWritten?.events).toBe(start.events)
+        expect(startWritten!.seq).toBeGreaterThan(0)
+        // Told again once stored: at once, with the same.
+        expect(yield* stored(start)).toEqual(startWritten)
 
-          // Nothing to decide (the row runs), a lost lease, a batch it does not hold: undefined, having decided nothing.
-          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 0, at: 2 }, lane)).toBeUndefined()
-          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 2 }, { ...lane, valid: () => false })).toBeUndefined()
-          expect(writer.decideRowNow("batch_unknown", { type: "StartRow", row: 0, at: 2 }, lane)).toBeUndefined()
-          writer.invalidate(batchId)
-          expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 2 }, lane)).toBeUndefined()
-          expect((yield* writer.rowPhase(batchId, 1))?.status).not.toBe("running")
+        // Nothing to decide (the row runs), a lost lease, a batch it does not hold: undefined, having decided nothing.
+        expect(writer.decideRowNow(batchId, { type: "StartRow", row: 0, at: 2 }, lane)).toBeUndefined()
+        expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 2 }, { ...lane, valid: () => false })).toBeUndefined()
+        expect(writer.decideRowNow("batch_unknown", { type: "StartRow", row: 0, at: 2 }, lane)).toBeUndefined()
+        writer.invalidate(batchId)
+        expect(writer.decideRowNow(batchId, { type: "StartRow", row: 1, at: 2 }, lane)).toBeUndefined()
+        expect((yield* writer.rowPhase(batchId, 1))?.status).not.toBe("running")
 
-          // Read again by the effect, the batch is held: the last settle ends it, and says so.
-          expect((yield* writer.executeRow(batchId, { type: "StartRow", row: 1, at: 3 }, lane)).events.map((e) => e.type)).toEqual(["row_started"])
-          yield* writer.executeRow(batchId, completed(0, 4), lane)
-          const last = writer.decideRowNow(batchId, completed(1, 5), lane)!
-          expect(last.events.map((e) => e.type)).toEqual(["row_completed", "batch_completed"])
-          const lastWritten = yield* stored(last)
-          expect(lastWritten).toMatchObject({ finished: true })
-          expect(lastWritten!.seq).toBeGreaterThan(startWritten!.seq)
-          expect(yield* last.written()).toEqual(lastWritten)
-        }),
-      ),
+        // Read again by the effect, the batch is held: the last settle ends it, and says so.
+        expect((yield* writer.executeRow(batchId, { type: "StartRow", row: 1, at: 3 }, lane)).events.map((e) => e.type)).toEqual(["row_started"])
+        yield* writer.executeRow(batchId, completed(0, 4), lane)
+        const last = writer.decideRowNow(batchId, completed(1, 5), lane)!
+        expect(last.events.map((e) => e.type)).toEqual(["row_completed", "batch_completed"])
+        const lastWritten = yield* stored(last)
+        expect(lastWritten).toMatchObject({ finished: true })
+        expect(lastWritten!.seq).toBeGreaterThan(startWritten!.seq)
+        expect(yield* last.written()).toEqual(lastWritten)
+      }),
     )
   })
 
@@ -367,7 +369,7 @@ describe("two writers ending one batch", () => {
   // The window closes while row 1 runs; the lane's writer, not yet knowing, settles it last.
   const closedThenCompleted = (arbitrated: boolean) =>
     run(arbitrated, ({ lanes, lifecycle, endings }) =>
-      Effect.gen(function* () {
+        Effect.gen(function* () {
         const { batchId } = yield* lanes.create(batchOf(2))
         for (const row of [0, 1]) yield* lanes.executeRow(batchId, { type: "StartRow", row, at: 1 }, lane)
         yield* lanes.executeRow(batchId, completed(0, 2), lane)
@@ -392,7 +394,7 @@ describe("two writers ending one batch", () => {
   // the closing decided on that read is claimed.
   const completedThenClosed = (arbitrated: boolean) =>
     run(arbitrated, ({ lanes, lifecycle, endings, gate }) =>
-      Effect.gen(function* () {
+        Effect.gen(function* () {
         const { batchId } = yield* lanes.create(batchOf(2))
         for (const row of [0, 1]) yield* lanes.executeRow(batchId, { type: "StartRow", row, at: 1 }, lane)
         yield* lanes.executeRow(batchId, completed(0, 2), lane)
