@@ -10,15 +10,20 @@
  *   results page of 100 walking its pages, the list of 20), 32 in flight; prints Sluice's CPU time per read.
  * - `deep`: one 20,000-row batch alone, then 20 batches of 10,000 rows sharing the 64 slots (B13's shape,
  *   smaller); prints Sluice's CPU time per completed row for each, which B13's ratio follows on a busy core.
+ * - `threads`: batches of 20,000 rows against the minimal stub upstream (B2s's), after two to warm; prints
+ *   each of the Sluice process's threads' and fronts' CPU time a row (from /proc/<pid>/task/<tid>/stat; the
+ *   main thread is the dispatch thread), and its event loop's delay apart for each create (request to
+ *   answer) and each run (answer to `completed`).
  * Add node flags for the Sluice process with BENCH_SLUICE_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=DIR).
  */
 import Database from "better-sqlite3"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { cpuMs, writes } from "./cpuTime.js"
+import { childPids, cpuMs, writes } from "./cpuTime.js"
+import { scrapeLoopDelay } from "./loopDelay.js"
 import { keepAliveAgent, request } from "./http.js"
-import { BENCH_KEY, cleanupAll, cleanupOnSignals, freePort, MODELS, residentMb, startNats, startSim, startSluice } from "./processes.js"
+import { BENCH_KEY, cleanupAll, cleanupOnSignals, freePort, MODELS, residentMb, startNats, startSim, startSluice, startStub } from "./processes.js"
 import { accountsFor, UNFINISHED_PER_ACCOUNT } from "./accounts.js"
 import { batchBody, smallRows } from "./rows.js"
 import { completedRows } from "./scenarios/b13DeepQueue.js"
@@ -33,8 +38,8 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
 })
 const which = positionals[0]
-if (which !== "cpu" && which !== "slots" && which !== "reads" && which !== "deep") {
-  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats] | deep [--nats]")
+if (which !== "cpu" && which !== "slots" && which !== "reads" && which !== "deep" && which !== "threads") {
+  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats] | deep [--nats] | threads [--nats] [--batches N]")
   process.exit(2)
 }
 
@@ -61,6 +66,60 @@ const cpu = async () => {
     const rowsPerSecond = ROWS / ((done.at - created.acceptedAt) / 1000)
     console.log(`batch ${i + 1}: ${rowsPerSecond.toFixed(0)} rows/s, ${((used * 1000) / ROWS).toFixed(0)} µs of CPU a row`)
   }
+  api.close()
+}
+
+/** CPU ms of each thread of a process and of its children's (a front's threads summed), by name. */
+const threadCpuMs = (pid: number) => {
+  const ticks = (statPath: string) => {
+    const fields = readFileSync(statPath, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  }
+  const byThread = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      byThread.set(tid === String(pid) ? "main thread" : `thread ${tid}`, ticks(`/proc/${pid}/task/${tid}/stat`))
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  for (const child of childPids(pid)) {
+    try {
+      byThread.set(`front ${child}`, ticks(`/proc/${child}/stat`))
+    } catch {
+      // A front that ended meanwhile.
+    }
+  }
+  return byThread
+}
+
+const threads = async () => {
+  const stub = await startStub(await freePort())
+  const nats = values.nats ? await startNats() : undefined
+  const sluice = await startSluice({
+    models: [{ id: MODELS.stub, upstream_url: stub.url, batch_concurrency: SLOTS }],
+    ...(nats === undefined ? {} : { natsUrl: nats.url }),
+  })
+  const api = sluiceApi(sluice.url)
+  const body = batchBody(smallRows(ROWS, MODELS.stub))
+  for (let i = 0; i < 2; i++) await api.waitFinal((await api.create(body)).id, 25)
+  const batches = Number(values.batches)
+  const before = threadCpuMs(sluice.pid)
+  for (let i = 0; i < batches; i++) {
+    await scrapeLoopDelay(sluice.url)
+    const created = await api.create(body)
+    const create = await scrapeLoopDelay(sluice.url)
+    const done = await api.waitFinal(created.id, 25)
+    const run = await scrapeLoopDelay(sluice.url)
+    console.log(
+      `batch ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s; loop delay p99 / max, the create ` +
+        `${create.p99Ms.toFixed(1)} / ${create.maxMs.toFixed(0)} ms, the run ${run.p99Ms.toFixed(1)} / ${run.maxMs.toFixed(0)} ms`,
+    )
+  }
+  const after = threadCpuMs(sluice.pid)
+  const perRow = [...after].map(([name, ms]) => [name, ((ms - (before.get(name) ?? 0)) * 1000) / (ROWS * batches)] as const)
+  for (const [name, us] of perRow.filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1])) console.log(`${name}: ${us.toFixed(1)} µs of CPU a row`)
+  console.log(`in all: ${perRow.reduce((sum, [, us]) => sum + us, 0).toFixed(1)} µs of CPU a row`)
   api.close()
 }
 
@@ -206,7 +265,7 @@ const reads = async () => {
 
 cleanupOnSignals()
 try {
-  await (which === "cpu" ? cpu() : which === "reads" ? reads() : which === "deep" ? deep() : slots())
+  await (which === "cpu" ? cpu() : which === "reads" ? reads() : which === "deep" ? deep() : which === "threads" ? threads() : slots())
 } finally {
   await cleanupAll()
 }
