@@ -583,6 +583,20 @@ export const Live = Layer.effect(
       )
     }
 
+    /**
+     * The command decided on the batch as this writer holds it. Another writer's closing stands for the
+     * batch, and the log may not hold it yet: it goes first, as it was claimed (the log stores it once,
+     * whoever appends it), and the command is decided after it.
+     */
+    const decideHere = (current: Entry, command: BatchCommand) => {
+      const fate = standingClosing(current)
+      return Either.map(decide(command, fate === undefined ? current.state : evolve(current.state, fate)), (decided) => ({
+        fate,
+        decided,
+        events: fate === undefined ? decided : [fate, ...decided],
+      }))
+    }
+
     /** Decide, evolve and queue the events in one synchronous step (see `decideCommand`). */
     const decideOn = (
       batchId: string,
@@ -593,12 +607,9 @@ export const Live = Layer.effect(
       if (lane !== undefined && !lane.valid()) return Effect.fail(new LeaseLost({ model: lane.model, reason: "the lease was not renewed in time" }))
       // Replaced (read again) since the caller got it: decided on the batch as it is now instead.
       if (live.get(batchId) !== current) return decideCommand(batchId, command, lane)
-      // Another writer's closing stands for the batch, and the log may not hold it yet: it goes first, as
-      // it was claimed (the log stores it once, whoever appends it), and the command is decided after it.
-      const fate = standingClosing(current)
-      const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
+      const decision = decideHere(current, command)
       if (Either.isLeft(decision)) return Effect.fail(decision.left)
-      const events = fate === undefined ? decision.right : [fate, ...decision.right]
+      const { fate, events } = decision.right
       if (events.length === 0) return Effect.succeed({ events, written: assumed(batchId, current) })
       if (lane === undefined && events.some(isRowEvent)) return Effect.die(new Error(`row events of ${batchId} decided without a lane`))
       const { outgoing, finished } = queue(batchId, current, events, lane, fate)
@@ -608,10 +619,9 @@ export const Live = Layer.effect(
     const decideRowNow = (batchId: string, command: BatchCommand, lane: LaneHold): DecidedNow | undefined => {
       const current = loads.has(batchId) ? undefined : live.get(batchId)
       if (current === undefined || current.stale || !lane.valid()) return undefined
-      const fate = standingClosing(current)
-      const decision = decide(command, fate === undefined ? current.state : evolve(current.state, fate))
-      if (Either.isLeft(decision) || decision.right.length === 0) return undefined
-      const events = fate === undefined ? decision.right : [fate, ...decision.right]
+      const decision = decideHere(current, command)
+      if (Either.isLeft(decision) || decision.right.decided.length === 0) return undefined
+      const { fate, events } = decision.right
       const { outgoing, finished } = queue(batchId, current, events, lane, fate)
       const whenStored = (stored: (written: Written | undefined) => void) => {
         const ended = (exit: AppendExit) =>

@@ -10,7 +10,7 @@ import { classifyUpstream } from "../domain/upstream/classifyUpstream.js"
 import type { UpstreamOutcome } from "../domain/upstream/UpstreamOutcome.js"
 import type { EventLogShape } from "../eventlog/EventLog.js"
 import type { ResultReads } from "../projections/resultReads.js"
-import type { BatchWriterShape, Decided, DecidedNow, WriteError } from "./BatchWriter.js"
+import type { BatchWriterShape, Decided, DecidedNow, WriteError, Written } from "./BatchWriter.js"
 import type { LaneHold, LeaseLost } from "./lease/LaneHold.js"
 import type { AdmissionShape } from "./Admission.js"
 import type { ModelLoadShape } from "./ModelLoad.js"
@@ -222,6 +222,9 @@ export const makeModelActor = (
       )
     }
 
+    const settledBy = <E>(taken: TakenRow, settle: Effect.Effect<Written, E>, answer: Answered) =>
+      Effect.flatMap(settle, ({ events }) => Effect.sync(() => settled(taken, events, answer)))
+
     // The row as effects, from whichever step the plain code below hands it over at: each step as the
     // one before it left the row, so a row handed over is never decided twice.
     const settleFrom = (taken: TakenRow, decided: Decided, attempt: number, answer: Answered) =>
@@ -229,8 +232,7 @@ export const makeModelActor = (
         const { batchId, row } = taken
         const written = yield* startWritten(batchId, row, decided, attempt)
         if (written === undefined) return
-        const { events } = yield* write(batchId, { type: "SettleRow", row, attempt: written, at: answer.at, outcome: answer.outcome })
-        settled(taken, events, answer)
+        yield* settledBy(taken, write(batchId, { type: "SettleRow", row, attempt: written, at: answer.at, outcome: answer.outcome }), answer)
       })
     const callFrom = (taken: TakenRow, decided: Decided, start: Started) =>
       Effect.gen(function* () {
@@ -320,12 +322,11 @@ export const makeModelActor = (
       const { batchId, row } = taken
       const command = { type: "SettleRow", row, attempt, at: answer.at, outcome: answer.outcome } as const
       const decided = writer.decideRowNow(batchId, command, lane)
-      if (decided === undefined) return handOver(taken, Effect.flatMap(write(batchId, command), ({ events }) => Effect.sync(() => settled(taken, events, answer))))
+      if (decided === undefined) return handOver(taken, settledBy(taken, write(batchId, command), answer))
       decided.whenStored((stored) =>
         later(taken, () => {
           if (stored === undefined) {
-            const again = Effect.catchIf(decided.written(), isUnavailable, () => write(batchId, command))
-            return handOver(taken, Effect.flatMap(again, ({ events }) => Effect.sync(() => settled(taken, events, answer))))
+            return handOver(taken, settledBy(taken, Effect.catchIf(decided.written(), isUnavailable, () => write(batchId, command)), answer))
           }
           settled(taken, stored.events, answer)
           done(taken)
