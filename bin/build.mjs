@@ -24,6 +24,8 @@ await Promise.all([
   // The HTTP fronts' program, forked by the server from next to its own bundle (src/http/front/fronts.ts).
   build({ ...common, entryPoints: [path("../src/http/front/frontMain.ts")], outfile: path("../dist/httpFront.mjs"), external: ["better-sqlite3"] }),
   build({ ...common, entryPoints: [path("../src/replay.ts")], outfile: path("../dist/replay.mjs"), external: ["better-sqlite3"] }),
+  // The create thread's program, started by the server from next to its own bundle (src/http/createBodies.ts).
+  build({ ...common, entryPoints: [path("../src/http/createBodyWorker.ts")], outfile: path("../dist/createBodyWorker.mjs") }),
   build({
     entryPoints: [path("../console/main.ts")],
     outfile: path("../dist/console/console.js"),

@@ -15,7 +15,7 @@ import { makeLanes } from "./lanes.js"
 import { afterWritten, logLifecycle } from "./writtenHooks.js"
 import { Metrics } from "../metrics/Metrics.js"
 import { FateStore } from "./fate/FateStore.js"
-import { appendBodies, appendRowGroups, type NewRow, rowsMessages } from "./rowsAdded.js"
+import { appendRowGroups, appendRowsMessages, type EncodedRows, encodedMessages, type NewRow, rowsMessages } from "./rowsAdded.js"
 import { type BatchEndpoint, CHAT_ENDPOINT } from "../domain/batch/endpoint.js"
 import { appendSettled } from "./unknownOutcome.js"
 import type { QueuedResponse } from "../domain/response/queuedResponse.js"
@@ -41,13 +41,15 @@ export interface NewBatch {
   readonly priority?: Priority
 }
 
-/** A batch's rows as groups to be read one after the other, with what the batch event needs to know first. */
-export interface RowSource {
+/**
+ * A batch's rows as groups to be read one after the other, or serialized already (by the thread that read
+ * the create's body, for the batch it names), with what the batch event needs to know first.
+ */
+export type RowSource = {
   readonly total: number
   /** Each row's model, in order. */
   readonly rowModels: ReadonlyArray<string>
-  readonly groups: Stream.Stream<ReadonlyArray<NewRow>, LogUnavailable>
-}
+} & ({ readonly groups: Stream.Stream<ReadonlyArray<NewRow>, LogUnavailable> } | { readonly encoded: EncodedRows })
 
 export interface Written {
   readonly events: ReadonlyArray<BatchEvent>
@@ -663,15 +665,17 @@ export const Live = Layer.effect(
           onRight: Effect.succeed,
         })
         const source = rows!.rowSource
-        const rowMessages = source === undefined ? rowsMessages(batchId, rows!.requests) : undefined
+        if (source !== undefined && "encoded" in source && source.encoded.batchId !== batchId)
+          return yield* Effect.dieMessage(`rows serialized for ${source.encoded.batchId} were given to ${batchId}`)
+        const appendRows =
+          source !== undefined && "groups" in source
+            ? appendRowGroups(log, batchId, source.groups)
+            : appendRowsMessages(log, source === undefined ? rowsMessages(batchId, rows!.requests) : encodedMessages(source.encoded))
         const rowModels = source?.rowModels ?? rows!.requests.map((r) => r.model)
         rows = undefined
         // The rows go first so that a reader never sees a created batch without its rows. A crash before
         // they are appended leaves bodies that no batch names: never read, purged by nobody.
-        const added =
-          rowMessages === undefined
-            ? yield* appendRowGroups(log, batchId, source!.groups)
-            : rowMessages.rowsAdded(yield* appendBodies(log, rowMessages))
+        const added = yield* appendRows
         const written = yield* appendSettled(log, [...added, ...events.map(message)])
         const owner = ownerOf(created)
         live.set(batchId, {

@@ -25,16 +25,37 @@ export interface RowsMessages {
   readonly rowsAdded: (stored: ReadonlyArray<AppendResult>) => Array<AppendInput>
 }
 
+/** A group of `row_bodies` events in one buffer: each event's bytes and the index of its first row. */
+interface BodiesGroup {
+  readonly bytes: Uint8Array
+  readonly events: ReadonlyArray<{ readonly first: number; readonly start: number; readonly end: number }>
+}
+
+/** Each `row_bodies` event's rows, ids and models only, for the `rows_added` event that names it. */
+interface RowsChunk {
+  readonly first: number
+  readonly rowsJson: string
+}
+
 /**
- * The input rows as events, in two steps: their bodies first, in `row_bodies` events, then the rows'
- * ids and models in `rows_added` events, each naming the log position of its chunk's bodies. The
- * projections decode only the second kind, a small fraction of a batch's bytes.
+ * A batch's rows serialized before they are stored (`encodeRows`): plain data, so a worker thread can
+ * make it and hand it over, the groups' buffers transferred. Its events name `batchId`.
  */
-export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>, firstIndex = 0): RowsMessages => {
+export interface EncodedRows {
+  readonly batchId: string
+  readonly groups: ReadonlyArray<BodiesGroup>
+  readonly chunks: ReadonlyArray<RowsChunk>
+}
+
+/**
+ * Serializes the rows' bodies group after group into one buffer, which the next group writes over, and
+ * keeps each event's ids and models. Every request body is serialized once, straight into the bytes of
+ * its event.
+ */
+const rowsEncoder = (batchId: string, input: ReadonlyArray<NewRow>, firstIndex: number) => {
   // Let go of once every body is serialized: the rows' objects need not outlive their bytes.
   let requests = input
-  const chunks: Array<{ readonly first: number; readonly rowsJson: string }> = []
-  const bodiesSubject = batchSubject(batchId, "row_bodies")
+  const chunks: Array<RowsChunk> = []
   let staging = Buffer.allocUnsafe(GROUP_BYTES + CHUNK_BYTES)
   let used = 0
   let next = 0
@@ -63,7 +84,8 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>, firs
     chunks.push({ first, rowsJson: JSON.stringify(rows.map((r) => ({ custom_id: r.custom_id, model: r.model }))) })
     return first
   }
-  const nextBodies = () => {
+  /** The next group, about GROUP_BYTES of events, or undefined once all are out. */
+  const nextGroup = (): BodiesGroup | undefined => {
     if (next >= requests.length) {
       requests = []
       staging = Buffer.alloc(0)
@@ -76,27 +98,75 @@ export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>, firs
       const first = putEvent()
       events.push({ first, start, end: used })
     }
-    // Views taken once the group is written: the buffer may have grown (moved) while it was.
-    return events.map(({ first, start, end }): AppendInput => ({
-      subject: bodiesSubject,
-      data: staging.subarray(start, end),
-      msgId: chunkMsgId(batchId, "row_bodies", first),
-    }))
+    // Taken once the group is written: the buffer may have grown (moved) while it was.
+    return { bytes: staging.subarray(0, used), events }
   }
+  return { nextGroup, chunks }
+}
 
-  const rowsSubject = batchSubject(batchId, "rows_added")
-  const encoder = new TextEncoder()
-  const rowsAdded = (stored: ReadonlyArray<AppendResult>) =>
+/** The `row_bodies` events of a group, as the log appends them. */
+const groupMessages = (batchId: string, group: BodiesGroup): Array<AppendInput> => {
+  const subject = batchSubject(batchId, "row_bodies")
+  return group.events.map(({ first, start, end }): AppendInput => ({
+    subject,
+    data: group.bytes.subarray(start, end),
+    msgId: chunkMsgId(batchId, "row_bodies", first),
+  }))
+}
+
+const encoder = new TextEncoder()
+
+/** The `rows_added` event of each bodies chunk, once the log has said where the bodies are stored. */
+const rowsAddedOf = (batchId: string, chunks: ReadonlyArray<RowsChunk>) => {
+  const subject = batchSubject(batchId, "rows_added")
+  return (stored: ReadonlyArray<AppendResult>) =>
     chunks.map(({ first, rowsJson }, i): AppendInput => {
       const at = stored[i]!
       const bodiesAt = `{"first_seq":${at.firstSeq ?? at.seq},"seq":${at.seq}}`
       return {
-        subject: rowsSubject,
+        subject,
         data: encoder.encode(`{"type":"rows_added","batch_id":"${batchId}","first":${first},"rows":${rowsJson},"bodies":${bodiesAt}}`),
         msgId: chunkMsgId(batchId, "rows_added", first),
       }
     })
-  return { nextBodies, rowsAdded }
+}
+
+/**
+ * The input rows as events, in two steps: their bodies first, in `row_bodies` events, then the rows'
+ * ids and models in `rows_added` events, each naming the log position of its chunk's bodies. The
+ * projections decode only the second kind, a small fraction of a batch's bytes.
+ */
+export const rowsMessages = (batchId: string, input: ReadonlyArray<NewRow>, firstIndex = 0): RowsMessages => {
+  const encoding = rowsEncoder(batchId, input, firstIndex)
+  return {
+    nextBodies: () => {
+      const group = encoding.nextGroup()
+      return group === undefined ? undefined : groupMessages(batchId, group)
+    },
+    rowsAdded: rowsAddedOf(batchId, encoding.chunks),
+  }
+}
+
+/** The rows serialized whole, each group in a buffer of its own: what `encodedMessages` appends. */
+export const encodeRows = (batchId: string, input: ReadonlyArray<NewRow>): EncodedRows => {
+  const encoding = rowsEncoder(batchId, input, 0)
+  const groups: Array<BodiesGroup> = []
+  for (let group = encoding.nextGroup(); group !== undefined; group = encoding.nextGroup()) {
+    groups.push({ bytes: new Uint8Array(group.bytes), events: group.events })
+  }
+  return { batchId, groups, chunks: encoding.chunks }
+}
+
+/** Rows serialized by `encodeRows` as the messages `rowsMessages` gives, with the same bytes. */
+export const encodedMessages = (encoded: EncodedRows): RowsMessages => {
+  let next = 0
+  return {
+    nextBodies: () => {
+      const group = encoded.groups[next++]
+      return group === undefined ? undefined : groupMessages(encoded.batchId, group)
+    },
+    rowsAdded: rowsAddedOf(encoded.batchId, encoded.chunks),
+  }
 }
 
 /** Appends the bodies group after group, each stored before the next overwrites its buffer; answers where each event is. */
@@ -108,6 +178,10 @@ export const appendBodies = (log: EventLogShape, messages: RowsMessages) =>
     }
     return stored
   })
+
+/** Appends the rows' bodies, then answers their `rows_added` events, to be appended with the batch's. */
+export const appendRowsMessages = (log: EventLogShape, messages: RowsMessages) =>
+  Effect.map(appendBodies(log, messages), messages.rowsAdded)
 
 /**
  * Rows that arrive in groups (read from an uploaded file a few MiB at a time) go to the log as they
@@ -122,7 +196,7 @@ export const appendRowGroups = (log: EventLogShape, batchId: string, groups: Str
       Effect.gen(function* () {
         const messages = rowsMessages(batchId, rows, next)
         next += rows.length
-        added.push(...messages.rowsAdded(yield* appendBodies(log, messages)))
+        added.push(...(yield* appendRowsMessages(log, messages)))
       }),
     )
     return added

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { makeBodyCache } from "../actors/bodyCache.js"
 import { BatchWriter } from "../actors/BatchWriter.js"
 import { ModelCatalog } from "../config/ModelCatalog.js"
-import type { ModelAccess } from "../domain/batch/validateCreate.js"
+import { type ModelAccess, modelAccessOf } from "../domain/batch/validateCreate.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
 import { sharedNextRun } from "../eventlog/sharedNextRun.js"
@@ -82,10 +82,7 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
     const isAvailable = (caller: Caller) => (model: string) =>
       catalog.has(model) && (caller.account.models === null || caller.account.models.includes(model))
     /** The same, with the endpoints each model serves: a row calling another is refused at create. */
-    const modelAccess = (caller: Caller): ModelAccess => ({
-      isAvailable: isAvailable(caller),
-      endpointsOf: (model) => catalog.get(model)?.endpoints ?? [],
-    })
+    const modelAccess = (caller: Caller): ModelAccess => modelAccessOf((model) => catalog.get(model)?.endpoints, caller.account.models)
 
     return { db, batches, results, requestBodies, etas, log, projector, logDown, reachable, gone, owned, shown, current, asOf, isAvailable, modelAccess, now, waiting } as const
   }),

@@ -1,7 +1,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import { createHash } from "node:crypto"
-import { BatchWriter, newBatchId } from "../actors/BatchWriter.js"
+import { BatchWriter, newBatchId, type RowSource } from "../actors/BatchWriter.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { makeIdempotencyKeys } from "../actors/idempotencyKeys.js"
 import type { BatchObject } from "../domain/api/BatchObject.js"
@@ -11,7 +11,9 @@ import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
 import { type Caller, requireAllowedPriority } from "./auth.js"
 import { BatchAccess } from "./batchAccess.js"
-import { readJsonBody } from "./body.js"
+import { MAX_BODY_BYTES, readBodyBytes } from "./body.js"
+import { CreateBodies } from "./createBodies.js"
+import type { PreparedCreate } from "./createBody.js"
 import { type ApiError, badRequest, conflict, RetryLater, unprocessable } from "./errors.js"
 import { HttpSettings } from "./settings.js"
 import { Files } from "./files.js"
@@ -35,6 +37,12 @@ export const idempotencyKeyHeader = Effect.flatMap(HttpServerRequest.HttpServerR
     ? Effect.succeed(Option.some(parsed.key))
     : Effect.fail(badRequest(`The Idempotency-Key header ${parsed.refused}`, "Idempotency-Key"))
 })
+
+/** A batch checked and ready to store: inline rows, a file's, or rows the create thread serialized. */
+type StoredBatch =
+  | ValidBatch
+  | FileBatch
+  | { readonly endpoint: FileBatch["endpoint"]; readonly metadata: FileBatch["metadata"]; readonly priority: FileBatch["priority"]; readonly rows: RowSource }
 
 export interface Created {
   readonly batch: BatchObject
@@ -65,6 +73,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
     const writer = yield* BatchWriter
     const settings = yield* HttpSettings
     const files = yield* Files
+    const bodies = yield* CreateBodies
     const d = {
       writer,
       completionWindowMs: settings.completionWindowMs,
@@ -92,17 +101,41 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
             onRight: (batch) => Effect.as(requireAllowedPriority(caller, batch.priority), batch),
           })
 
+    /**
+     * A create's body read (on the create thread when it is large, CreateBodies) for the batch `batchId`:
+     * refused, checked further as a batch from a file, or a batch whose rows are serialized already.
+     */
+    const readCreate = (caller: Caller, batchId: string, digest: boolean) =>
+      Effect.flatMap(readBodyBytes(MAX_BODY_BYTES, { shared: true }), (bytes) =>
+        bodies.prepare({ bytes, batchId, accountModels: caller.account.models, digest }),
+      )
+
+    /** The batch a read body asks for, as `valid` answers it. */
+    const validPrepared = (caller: Caller, prepared: PreparedCreate, models: ModelAccess): Effect.Effect<StoredBatch, ApiError> => {
+      switch (prepared._tag) {
+        case "Refused":
+          return Effect.fail(badRequest(prepared.message, prepared.param))
+        case "Other":
+          return valid(caller, prepared.input, models)
+        case "Batch": {
+          const { priority, encoded, rowModels } = prepared
+          const rows: RowSource = { total: rowModels.length, rowModels, encoded }
+          return Effect.as(requireAllowedPriority(caller, priority), { endpoint: prepared.endpoint, metadata: prepared.metadata, priority, rows })
+        }
+      }
+    }
+
     /** Stores the batch holding one of the account's unfinished places; `beforeStore` runs in that hold. */
     const storeValid = <E = never>(
       caller: Caller,
-      batch: ValidBatch | FileBatch,
+      batch: StoredBatch,
       options: { readonly batchId?: string; readonly rerunOf?: string; readonly beforeStore?: Effect.Effect<void, E> },
     ): Effect.Effect<Created, ApiError | E> =>
       Effect.gen(function* () {
         // The rows are handed to the writer once and not kept while the projections apply them: a
         // 32 MiB batch is several times that as objects.
         let rows: ValidBatch["requests"] | undefined = "requests" in batch ? batch.requests : []
-        const fromFile = "rows" in batch ? { rowSource: batch.rows, inputFileId: batch.inputFileId } : {}
+        const fromFile = "rows" in batch ? { rowSource: batch.rows, ...("inputFileId" in batch ? { inputFileId: batch.inputFileId } : {}) } : {}
         const take = () => {
           const taken = rows ?? []
           rows = undefined
@@ -135,11 +168,21 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
         return { batch: d.current(batchId), replayed: false } satisfies Created
       })
 
-    const store = <R>(caller: Caller, input: Effect.Effect<unknown, ApiError, R>, models: ModelAccess, rerunOf?: string) =>
+    const store = (caller: Caller, input: unknown, models: ModelAccess, rerunOf: string) =>
       Effect.gen(function* () {
         yield* d.limit.hasRoom(caller.account.id)
-        const batch = yield* valid(caller, yield* input, models)
-        return yield* storeValid(caller, batch, rerunOf === undefined ? {} : { rerunOf })
+        const batch = yield* valid(caller, input, models)
+        return yield* storeValid(caller, batch, { rerunOf })
+      })
+
+    /** A create's body, stored as the batch it names. */
+    const storeBody = (caller: Caller, models: ModelAccess) =>
+      Effect.gen(function* () {
+        yield* d.limit.hasRoom(caller.account.id)
+        const batchId = newBatchId()
+        const { prepared } = yield* readCreate(caller, batchId, false)
+        const batch = yield* validPrepared(caller, prepared, models)
+        return yield* storeValid(caller, batch, { batchId })
       })
 
     /**
@@ -151,9 +194,11 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
     const idempotent = (caller: Caller, key: string, models: ModelAccess) =>
       Effect.gen(function* () {
         const digest = sha256(caller.account.id, key)
-        let bodySha256 = ""
-        const input = yield* readJsonBody(undefined, { read: (text) => void (bodySha256 = sha256(text)) })
-        let batch: ValidBatch | FileBatch | undefined
+        // One batch id for every attempt: an attempt that lost the claim stored nothing under it.
+        const batchId = newBatchId()
+        const read = yield* readCreate(caller, batchId, true)
+        const bodySha256 = read.bodySha256 ?? ""
+        let batch: StoredBatch | undefined
         for (let attempt = 1; ; attempt++) {
           const found = yield* d.keys.look(digest).pipe(Effect.mapError(d.logDown))
           const now = yield* d.writer.now
@@ -172,8 +217,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
               return yield* Effect.fail(stillStoring())
             case "Claim": {
               yield* d.limit.hasRoom(caller.account.id)
-              batch ??= yield* valid(caller, input, models)
-              const batchId = newBatchId()
+              batch ??= yield* validPrepared(caller, read.prepared, models)
               let claimedAt = 0
               const claim = d.keys
                 .record(digest, found.seq, { type: "idempotency_key_claimed", account_id: caller.account.id, body_sha256: bodySha256, batch_id: batchId, at: now })
@@ -207,13 +251,13 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
         yield* access.reachable
         const key = yield* idempotencyKeyHeader
         return yield* Option.match(key, {
-          onNone: () => store(caller, readJsonBody(), access.modelAccess(caller)),
+          onNone: () => storeBody(caller, access.modelAccess(caller)),
           onSome: (k) => idempotent(caller, k, access.modelAccess(caller)),
         })
       })
 
     /** A rerun: the original's rows, checked by every rule of a create. */
-    const rerun = (caller: Caller, input: unknown, rerunOf: string) => store(caller, Effect.succeed(input), access.modelAccess(caller), rerunOf)
+    const rerun = (caller: Caller, input: unknown, rerunOf: string) => store(caller, input, access.modelAccess(caller), rerunOf)
 
     return { create, rerun } as const
   }),

@@ -2,6 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
 import { MAX_BODY_BYTES } from "../domain/batch/createLimits.js"
+import { BodyMessage } from "./bodyMessages.js"
 import { badRequest, payloadTooLarge } from "./errors.js"
 
 export { MAX_BODY_BYTES }
@@ -12,22 +13,21 @@ const tooLarge = (limit: number) =>
   payloadTooLarge(`The request body is larger than the limit of ${limit} bytes (${limit / 1024 / 1024} MiB)`)
 
 /**
- * Reads the body up to `limit` bytes and parses it as JSON. A body declared or found larger than
- * the limit is refused as soon as that is known, without holding more than the limit in memory.
+ * Reads the body up to `limit` bytes. A body declared or found larger than the limit is refused as soon
+ * as that is known, without holding more than the limit in memory. `shared` reads it into memory a worker
+ * thread can be handed without a copy (a SharedArrayBuffer).
  */
-export const readJsonBody = (
-  limit = MAX_BODY_BYTES,
-  options: { readonly emptyIs?: unknown; readonly read?: (text: string) => void } = {},
-) =>
+export const readBodyBytes = (limit = MAX_BODY_BYTES, options: { readonly shared?: boolean } = {}) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(request.headers["content-length"] ?? Number.NaN)
     if (declared > limit) return yield* Effect.fail(tooLarge(limit))
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    // The body is copied once, into a buffer of its declared size when there is one, and parsed where it
-    // was read: neither the chunks nor the bytes outlive the parse.
-    const text = yield* Effect.async<string, TooLarge | Error>((resume) => {
-      let buffer = Buffer.allocUnsafe(Number.isSafeInteger(declared) && declared >= 0 ? declared : 64 * 1024)
+    const alloc = (size: number) => (options.shared === true ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size))
+    // The body is copied once, into a buffer of its declared size when there is one: the chunks do not
+    // outlive the read.
+    return yield* Effect.async<Buffer, TooLarge | Error>((resume) => {
+      let buffer = alloc(Number.isSafeInteger(declared) && declared >= 0 ? declared : 64 * 1024)
       let size = 0
       const onData = (chunk: Buffer) => {
         if (size + chunk.length > limit) {
@@ -38,7 +38,7 @@ export const readJsonBody = (
           return
         }
         if (size + chunk.length > buffer.length) {
-          const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(size + chunk.length, buffer.length * 2)))
+          const grown = alloc(Math.min(limit, Math.max(size + chunk.length, buffer.length * 2)))
           buffer.copy(grown, 0, 0, size)
           buffer = grown
         }
@@ -47,7 +47,7 @@ export const readJsonBody = (
       }
       const onEnd = () => {
         cleanup()
-        resume(Effect.succeed(buffer.toString("utf8", 0, size)))
+        resume(Effect.succeed(buffer.subarray(0, size)))
       }
       const onError = (error: Error) => {
         cleanup()
@@ -61,19 +61,27 @@ export const readJsonBody = (
       incoming.on("data", onData)
       incoming.on("end", onEnd)
       incoming.on("error", onError)
-    })
-      .pipe(
-        Effect.catchAll((error) =>
-          Effect.fail(error instanceof TooLarge ? tooLarge(limit) : badRequest("The request body could not be read")),
-        ),
-      )
-    options.read?.(text)
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.fail(error instanceof TooLarge ? tooLarge(limit) : badRequest("The request body could not be read")),
+      ),
+    )
+  })
+
+/** Reads the body up to `limit` bytes (`readBodyBytes`) and parses it as JSON, where it was read. */
+export const readJsonBody = (
+  limit = MAX_BODY_BYTES,
+  options: { readonly emptyIs?: unknown } = {},
+) =>
+  Effect.gen(function* () {
+    const bytes = yield* readBodyBytes(limit)
+    const text = bytes.toString("utf8")
     if (text.length === 0) {
       if ("emptyIs" in options) return options.emptyIs
-      return yield* Effect.fail(badRequest("The request body is empty: expected a JSON object"))
+      return yield* Effect.fail(badRequest(BodyMessage.empty))
     }
     return yield* Effect.try({
       try: () => JSON.parse(text) as unknown,
-      catch: () => badRequest("The request body is not valid JSON"),
+      catch: () => badRequest(BodyMessage.notJson),
     })
   })

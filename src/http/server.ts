@@ -9,6 +9,7 @@ import { SluiceApi } from "./api.js"
 import { BatchAccess } from "./batchAccess.js"
 import { BatchCommands } from "./batchCommands.js"
 import { BatchCreation } from "./batchCreation.js"
+import { CreateBodies } from "./createBodies.js"
 import { BatchesLive } from "./batchesHandlers.js"
 import { BatchQueries } from "./batchQueries.js"
 import { ChatCompletions } from "./chatCompletions.js"
@@ -77,7 +78,7 @@ const errorEnvelopes = (app: HttpApp.Default): HttpApp.Default =>
 
 /** The services the batch endpoints delegate to, over one BatchAccess. */
 const BatchServices = Layer.mergeAll(BatchCommands.Default, BatchQueries.Default).pipe(
-  Layer.provide(Layer.merge(BatchCreation.Default.pipe(Layer.provide(Files.Default)), Files.Default)),
+  Layer.provide(Layer.merge(BatchCreation.Default.pipe(Layer.provide(Files.Default), Layer.provide(CreateBodies.Default)), Files.Default)),
   Layer.provide(BatchAccess.Default),
 )
 

@@ -16,6 +16,18 @@ export interface ModelAccess {
   endpointsOf?(model: string): ReadonlyArray<BatchEndpoint>
 }
 
+/**
+ * A caller's access: the models `served` knows (with the endpoints each serves), narrowed to the
+ * account's list when it has one. Data only, so a worker thread builds the same access from a copy.
+ */
+export const modelAccessOf = (
+  served: (model: string) => ReadonlyArray<BatchEndpoint> | undefined,
+  accountModels: ReadonlyArray<string> | null,
+): ModelAccess => ({
+  isAvailable: (model) => served(model) !== undefined && (accountModels === null || accountModels.includes(model)),
+  endpointsOf: (model) => served(model) ?? [],
+})
+
 export interface ValidRequest {
   readonly custom_id: string
   readonly model: string
