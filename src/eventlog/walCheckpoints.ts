@@ -4,6 +4,8 @@ import { Worker } from "node:worker_threads"
 export interface WalCheckpoints {
   /** One PASSIVE checkpoint of the log's WAL, run on the checkpoint thread. */
   readonly run: () => void
+  /** Whether the thread has started (with the first checkpoint) and not ended. */
+  readonly running: () => boolean
   /** Closes the thread's connection and ends it. */
   readonly close: () => Promise<void>
 }
@@ -37,6 +39,7 @@ export const walCheckpoints = (path: string, busyTimeoutMs: number, inline: () =
       worker ??= start()
       worker.postMessage("checkpoint")
     },
+    running: () => worker !== undefined,
     close: async () => {
       const running = worker
       worker = undefined
