@@ -96,6 +96,8 @@ export interface BatchWriterShape {
   readonly claimLane: (batchId: string, lane: LaneHold) => Effect.Effect<Claimed, Rejection | WriteError>
   /** Another instance wrote to the batch: the next decision reads it from the log again. */
   readonly invalidate: (batchId: string) => void
+  /** Waits until this writer's appends on the batch, those on their way now and those queued behind them, have ended. */
+  readonly appended: (batchId: string) => Effect.Effect<void>
 }
 
 export interface Claimed {
@@ -753,6 +755,11 @@ export const Live = Layer.effect(
       })
 
     return {
+      appended: (batchId: string) =>
+        Effect.suspend(() => {
+          const drained = draining.get(batchId)
+          return drained === undefined ? Effect.void : Deferred.await(drained)
+        }),
       create,
       execute,
       executeRow,
