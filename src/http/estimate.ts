@@ -33,7 +33,12 @@ export const estimateBatch = (
   Effect.gen(function* () {
     const embeddings = batch.endpoint === "/v1/embeddings"
     const byModel = new Map<string, Array<Record<string, unknown>>>()
-    for (const r of batch.requests) byModel.set(r.model, [...(byModel.get(r.model) ?? []), chatFormOf(batch.endpoint, r.body)])
+    for (const r of batch.requests) {
+      const bodies = byModel.get(r.model)
+      const body = chatFormOf(batch.endpoint, r.body)
+      if (bodies === undefined) byModel.set(r.model, [body])
+      else bodies.push(body)
+    }
     const sources = new Set<TokenSource>()
     const models = yield* Effect.forEach(
       byModel,

@@ -67,6 +67,16 @@ describe.each(["embedded", "nats"] as const)("estimate before submit on the %s e
     expect(answer.body.models[0].prompt_tokens).toBeLessThanOrEqual(12 + 6)
   })
 
+  it("estimates a batch of the real size, 50,000 rows of one model, each row counted once", async () => {
+    await start()
+    const rows = Array.from({ length: 50_000 }, (_, i) => chatRow(`r${i}`, `row ${i} of a large estimate`, "untokenized", { max_tokens: 3 }))
+    const answer = await api().call("POST", "/v1/batches/estimate", { requests: rows })
+    expect(answer.status, answer.text).toBe(200)
+    expect(answer.body.request_counts).toEqual({ total: 50_000 })
+    expect(answer.body.models).toHaveLength(1)
+    expect(answer.body.models[0]).toMatchObject({ model: "untokenized", requests: 50_000, max_completion_tokens: 150_000, tokens: "approximate" })
+  })
+
   it("refuses a bad body exactly as a create does, and another tier or a wrong key likewise", async () => {
     await start()
     const before = await ids()
