@@ -12,7 +12,7 @@ import {
 import { EventLog, LogUnavailable, type ReadOptions, WrongLastSequence } from "./EventLog.js"
 import type { StampOptions } from "./eventHeaders.js"
 import { likePattern, literalPrefix, matchSubject, prefixUpperBound } from "./subjects.js"
-import { walCheckpoints } from "./walCheckpoints.js"
+import { checkpointOn, walCheckpoints } from "./walCheckpoints.js"
 
 const PAGE_ROWS = 2_000
 const PAGE_BYTES = 8 * 1024 * 1024
@@ -170,13 +170,7 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
     // What the automatic checkpoint did after every commit that grew the WAL past 1000 pages, done
     // once a second at most, after the appenders and the followers have been answered.
     let checkpointTimer: ReturnType<typeof setTimeout> | undefined
-    const checkpointHere = () => {
-      try {
-        db.pragma("wal_checkpoint(PASSIVE)")
-      } catch {
-        // Busy or failing: the next commit schedules another; the WAL keeps every message meanwhile.
-      }
-    }
+    const checkpointHere = checkpointOn(db)
     const checkpoints = options.path === ":memory:" || options.path === "" ? undefined : walCheckpoints(options.path, BUSY_TIMEOUT_MS, checkpointHere)
     const checkpoint = () => {
       checkpointTimer = undefined

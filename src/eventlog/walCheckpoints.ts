@@ -12,6 +12,15 @@ export interface WalCheckpoints {
 
 const CLOSE_WAIT_MS = 5_000
 
+/** One PASSIVE checkpoint on the caller's own connection, where the thread cannot run them. */
+export const checkpointOn = (db: { readonly pragma: (source: string) => unknown }) => () => {
+  try {
+    db.pragma("wal_checkpoint(PASSIVE)")
+  } catch {
+    // Busy or failing: the next one copies what this one did not; the WAL keeps every page meanwhile.
+  }
+}
+
 /**
  * The embedded log's checkpoints on a worker thread with a connection of its own to the same file
  * (WAL: a checkpoint from another connection runs beside the appends). The thread starts with the

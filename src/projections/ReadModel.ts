@@ -1,5 +1,5 @@
 import Database from "better-sqlite3"
-import { walCheckpoints } from "../eventlog/walCheckpoints.js"
+import { checkpointOn, walCheckpoints } from "../eventlog/walCheckpoints.js"
 import { Context, Effect, Layer } from "effect"
 import { webhookTables } from "./webhooks.js"
 import { responseTables } from "./responses.js"
@@ -154,15 +154,8 @@ const CHECKPOINT_EVERY_MS = 1_000
  */
 const checkpointsOf = (db: Database.Database, path: string) => {
   if (path === ":memory:" || path === "") return undefined
-  const inline = () => {
-    try {
-      db.pragma("wal_checkpoint(PASSIVE)")
-    } catch {
-      // Busy or failing: the next one copies what this one did not; the WAL keeps every page meanwhile.
-    }
-  }
   db.pragma("wal_autocheckpoint = 0")
-  const checkpoints = walCheckpoints(path, 5_000, inline)
+  const checkpoints = walCheckpoints(path, 5_000, checkpointOn(db))
   const timer = setInterval(checkpoints.run, CHECKPOINT_EVERY_MS).unref()
   return {
     /** Synchronous when the thread never started, so that a read model opened and closed at once stays synchronous. */
