@@ -1,11 +1,11 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
-import { createHash } from "node:crypto"
 import { BatchWriter, newBatchId, type RowSource } from "../actors/BatchWriter.js"
 import { Dispatcher } from "../actors/Dispatcher.js"
 import { makeIdempotencyKeys } from "../actors/idempotencyKeys.js"
 import type { BatchObject } from "../domain/api/BatchObject.js"
 import { type ModelAccess, type ValidBatch, validateCreateBatch } from "../domain/batch/validateCreate.js"
+import { idempotencyDigest } from "../domain/idempotency/digest.js"
 import { idempotencyVerdict, parseIdempotencyKey } from "../domain/idempotency/verdict.js"
 import { EventLog } from "../eventlog/EventLog.js"
 import { Projector } from "../projections/Projector.js"
@@ -22,12 +22,6 @@ import { isFileBatchBody, validateFileBatchRequest } from "../domain/file/fileBa
 import { LogUnavailable } from "../eventlog/EventLog.js"
 import { unfinishedLimit } from "./unfinishedLimit.js"
 
-const sha256 = (...parts: ReadonlyArray<string>) => {
-  const hash = createHash("sha256")
-  for (const part of parts) hash.update(part).update("\n")
-  return hash.digest("hex")
-}
-
 /** The `Idempotency-Key` header, when the request sent one; a malformed one is refused with 400. */
 export const idempotencyKeyHeader = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
   const header = request.headers["idempotency-key"]
@@ -42,7 +36,7 @@ export const idempotencyKeyHeader = Effect.flatMap(HttpServerRequest.HttpServerR
 type StoredBatch =
   | ValidBatch
   | FileBatch
-  | { readonly endpoint: FileBatch["endpoint"]; readonly metadata: FileBatch["metadata"]; readonly priority: FileBatch["priority"]; readonly rows: RowSource }
+  | Omit<FileBatch, "inputFileId">
 
 export interface Created {
   readonly batch: BatchObject
@@ -193,7 +187,7 @@ export class BatchCreation extends Effect.Service<BatchCreation>()("Http/BatchCr
      */
     const idempotent = (caller: Caller, key: string, models: ModelAccess) =>
       Effect.gen(function* () {
-        const digest = sha256(caller.account.id, key)
+        const digest = idempotencyDigest(caller.account.id, key)
         // One batch id for every attempt: an attempt that lost the claim stored nothing under it.
         const batchId = newBatchId()
         const read = yield* readCreate(caller, batchId, true)

@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto"
 import { Either } from "effect"
 import { encodeRows, type EncodedRows } from "../actors/rowsAdded.js"
 import type { BatchEndpoint } from "../domain/batch/endpoint.js"
 import { modelAccessOf, validateCreateBatch } from "../domain/batch/validateCreate.js"
 import { isFileBatchBody } from "../domain/file/fileBatch.js"
+import { idempotencyDigest } from "../domain/idempotency/digest.js"
 import { BodyMessage } from "./bodyMessages.js"
 import type { Priority } from "../domain/scheduling/priority.js"
 
@@ -43,9 +43,6 @@ export interface CreateBodyAnswer {
 /** The catalog as data: each model with the batch endpoints it serves. */
 export type ServedModels = ReadonlyArray<readonly [string, ReadonlyArray<BatchEndpoint>]>
 
-/** The hash an idempotency record keeps of a body: of its text with a newline. */
-export const bodyDigest = (text: string) => createHash("sha256").update(text).update("\n").digest("hex")
-
 /**
  * A create body read, parsed and checked by every rule of an inline create, and its rows serialized
  * into the bytes of their events: the same answers, in the same order, as reading the body as JSON
@@ -53,7 +50,7 @@ export const bodyDigest = (text: string) => createHash("sha256").update(text).up
  */
 export const prepareCreateBody = (request: CreateBodyRequest, served: ReadonlyMap<string, ReadonlyArray<BatchEndpoint>>): CreateBodyAnswer => {
   const text = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength).toString("utf8")
-  const digested = request.digest ? { bodySha256: bodyDigest(text) } : {}
+  const digested = request.digest ? { bodySha256: idempotencyDigest(text) } : {}
   if (text.length === 0) return { ...digested, prepared: refused(BodyMessage.empty) }
   let input: unknown
   try {
