@@ -273,6 +273,38 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
       }),
     ))
 
+  it("knows a seq at or after the last message a filter matches: on NATS that message's own (a message in parts, its last part's), on the embedded log its head", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* backend.open(64)
+        const subjects = ["batch.a.batch_created", "batch.a.lane.m1", "batch.b.row_bodies", "file.f.part", "response.r.lane.m2", "idempotency.k"]
+        const filters = ["*.*.*", "batch.*.*", "*.*.lane.*", "batch.a.>", "file.*.*", "stream.*.*", "idempotency.*"]
+        const stored: Array<{ readonly subject: string; readonly seq: number }> = []
+        expect(yield* log.lastSeqMatching("*.*.*")).toBe(0)
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(
+              fc.array(fc.record({ subject: fc.constantFrom(...subjects), large: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+              (appends) =>
+                Effect.runPromise(
+                  Effect.gen(function* () {
+                    // A large one is stored in parts: maxPayload is 64 bytes.
+                    const results = yield* log.append(appends.map(({ subject, large }) => ({ subject, data: bytes(large ? "z".repeat(200) : "{}") })))
+                    appends.forEach(({ subject }, i) => stored.push({ subject, seq: results[i]!.seq }))
+                    const head = yield* log.lastSeq
+                    for (const filter of filters) {
+                      const last = Math.max(0, ...stored.filter((m) => matchSubject(filter, m.subject)).map((m) => m.seq))
+                      expect(yield* log.lastSeqMatching(filter), filter).toBe(backend.name === "jetstream" ? last : head)
+                    }
+                  }),
+                ),
+            ),
+            { numRuns: 25 },
+          ),
+        )
+      }),
+    ))
+
   it("reads from a seq in the middle", () =>
     run(
       Effect.gen(function* () {

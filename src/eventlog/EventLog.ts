@@ -125,6 +125,11 @@ export interface EventLogShape {
    * to it must carry as `expectLastSubjectSeq`. For a message in parts, its last part's seq.
    */
   readonly lastSeqOf: (subject: string) => Effect.Effect<number, LogUnavailable>
+  /**
+   * The seq of the last message on a subject `filter` matches (0 if none), or a later one: NATS answers
+   * it exactly; the embedded log, which no other process writes, with its head.
+   */
+  readonly lastSeqMatching: (filter: string) => Effect.Effect<number, LogUnavailable>
   /** Fails unless the log would take an append now; stores nothing. */
   readonly probe: Effect.Effect<void, LogUnavailable>
   /** Removes every message whose subject matches `filter`; answers how many stored messages went. */

@@ -392,6 +392,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
         }),
       lastSeq: Effect.map(streamInfo, (si) => si.state.last_seq),
       lastSeqOf: lastOn,
+      lastSeqMatching: lastOn,
       // A JetStream API request: fails while the server is away, hung or has JetStream off.
       probe: Effect.asVoid(streamInfo),
       purge: (filter) =>

@@ -277,6 +277,8 @@ export const makeRaw = (options: { path: string; maxPayload?: number }) =>
       lastSeq: Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),
       lastSeqOf: (subject) =>
         Effect.try({ try: () => sql.lastOnSubject.get(subject) ?? 0, catch: unavailable("lastSeqOf failed") }),
+      // Its head: a subject filter on every message would be a scan, and nothing waits on it here.
+      lastSeqMatching: () => Effect.try({ try: lastSeqNow, catch: unavailable("lastSeq failed") }),
       // Takes the write lock and lets it go at once, without waiting: another process holding it (a
       // backup, a stuck sqlite3 shell) or a full or read-only disk makes the log unavailable to appends.
       probe: Effect.try({

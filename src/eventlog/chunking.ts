@@ -31,6 +31,7 @@ export interface RawEventLog {
   readonly range: (subject: string, fromSeq: number, toSeq: number) => Effect.Effect<ReadonlyArray<RawMessage>, LogUnavailable>
   readonly lastSeq: Effect.Effect<number, LogUnavailable>
   readonly lastSeqOf: (subject: string) => Effect.Effect<number, LogUnavailable>
+  readonly lastSeqMatching: (filter: string) => Effect.Effect<number, LogUnavailable>
   readonly probe: Effect.Effect<void, LogUnavailable>
   readonly purge: (filter: string) => Effect.Effect<number, LogUnavailable>
 }
@@ -208,6 +209,7 @@ export const withChunking = (raw: RawEventLog, options: StampOptions = {}): Even
   lastSeq: raw.lastSeq,
   linkAt: (subject, seq) => Effect.map(raw.range(subject, seq, seq), (stored) => (stored.length === 0 ? undefined : (stored[0]!.headers?.[HASH_HEADER] ?? ""))),
   lastSeqOf: raw.lastSeqOf,
+  lastSeqMatching: raw.lastSeqMatching,
   probe: raw.probe,
   purge: raw.purge,
 })

@@ -5,7 +5,6 @@ import { ModelCatalog } from "../config/ModelCatalog.js"
 import { type ModelAccess, modelAccessOf } from "../domain/batch/validateCreate.js"
 import { EventLog, type LogUnavailable } from "../eventlog/EventLog.js"
 import { LogHealth } from "../eventlog/LogHealth.js"
-import { sharedNextRun } from "../eventlog/sharedNextRun.js"
 import { batchAsOf } from "../projections/asOf.js"
 import { type BatchRow, batchReads, toBatchObject } from "../projections/batchReads.js"
 import { Projector } from "../projections/Projector.js"
@@ -16,6 +15,7 @@ import type { Caller } from "./auth.js"
 import { batchDeleted, batchInferenceUnavailable, batchNotFound, notFound } from "./errors.js"
 import { makeEtas } from "./eta.js"
 import { HttpSettings } from "./settings.js"
+import { freshReads } from "./freshReads.js"
 import { Waiting } from "./waiting.js"
 
 const FRESH_READ_WAIT = "2 seconds"
@@ -37,12 +37,10 @@ export class BatchAccess extends Effect.Service<BatchAccess>()("Http/BatchAccess
     const logDown = (e: LogUnavailable) => batchInferenceUnavailable(e.message)
     /**
      * While the log is known to be away, every batch endpoint says so, reads included: what they show may
-     * be stale. With several instances on the log, the read model first catches up with the log's head
-     * (bounded), so a call answers what any instance's call wrote before it began.
+     * be stale. With several instances on the log, the read model first catches up with what the calls
+     * wrote (bounded, freshReads.ts), so a call answers what any instance's call wrote before it began.
      */
-    // Hundreds of readers at once ask the log for its head once or twice, not once each.
-    const head = sharedNextRun(log.lastSeq)
-    const caughtUp = Effect.flatMap(head, (head) => Effect.timeoutOption(projector.awaitSeq(head), FRESH_READ_WAIT)).pipe(
+    const caughtUp = freshReads(log, projector, FRESH_READ_WAIT).pipe(
       Effect.mapError(logDown),
       Effect.asVoid,
     )

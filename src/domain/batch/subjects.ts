@@ -33,6 +33,14 @@ export const laneToken = (model: string) => {
 export const laneSubject = (batchId: string, model: string) => `${rootOf(batchId)}.${batchId}.lane.${laneToken(model)}`
 export const isLaneSubject = (subject: string) => subject.split(".", 4)[2] === "lane"
 /**
+ * The subjects an API call writes that another instance's reads must show once the call has answered:
+ * every aggregate's `<kind>.<id>.<type>` (a create's bodies and an upload's parts among them, each
+ * followed by the event that commits it). Not a lane's windows, four tokens, which only the model's
+ * lease owner writes (BatchWriter refuses row events decided without a lane), nor the idempotency
+ * records, two, which only a create reads, waiting for them itself.
+ */
+export const writtenByCalls = "*.*.*"
+/**
  * A lane window's message id: its place on the lane (the seq it is appended on), the lane, the lease it
  * was written under and the window's number among those its writer made. The place comes first so that
  * new ids sort near each other: the embedded log's unique index on them then takes a commit's windows of
