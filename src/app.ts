@@ -141,7 +141,7 @@ export const appLayer = (config: SluiceConfig, options: AppOptions = {}) => {
     httpWorkers === 0
       ? serverLayer({ port: config.port, host: config.host, corsOrigins: config.corsOrigins }).pipe(Layer.provideMerge(below))
       : // This process answers only what the fronts hand it, on a private socket; the fronts serve the port.
-        frontsLayer({ count: httpWorkers, host: config.host, port: config.port, readModelPath: readModelPath(config), wallClock: options.clock === undefined }).pipe(
+        frontsLayer({ count: httpWorkers, host: config.host, port: config.port, readModelPath: readModelPath(config), wallClock: options.clock === undefined, natsUrl: Option.getOrUndefined(config.natsUrl) }).pipe(
           Layer.provide(BatchAccess.Default),
           Layer.provideMerge(
             Layer.unwrapEffect(

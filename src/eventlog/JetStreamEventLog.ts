@@ -174,10 +174,13 @@ const iterate = <A>(iterable: AsyncIterable<A>, onError: (e: unknown) => LogUnav
     )
   })
 
+/** The stream Sluice's log is, unless a test names another. */
+export const SLUICE_STREAM = "SLUICE"
+
 /** The adapter without chunking: exported so tests can inspect and write stored parts. */
 export const makeRaw = (options: JetStreamEventLogOptions) =>
   Effect.gen(function* () {
-    const stream = options.stream ?? "SLUICE"
+    const stream = options.stream ?? SLUICE_STREAM
     const maxPayload = options.maxPayload ?? DEFAULT_MAX_PAYLOAD
     const nc: NatsConnection = yield* Effect.acquireRelease(
       Effect.tryPromise({

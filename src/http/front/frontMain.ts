@@ -6,6 +6,7 @@ import { SluiceConfig } from "../../config/Config.js"
 import { infoLines } from "../../logLines.js"
 import { SHUTDOWN_GRACE_MS, serverTimeouts } from "../connectionTimes.js"
 import { forwarder } from "./forward.js"
+import { makeFrontFreshness } from "./frontFreshness.js"
 import { makeHotReads } from "./hotReads.js"
 import { primaryLink } from "./primaryLink.js"
 import type { FrontClose } from "./protocol.js"
@@ -35,7 +36,11 @@ const main = async () => {
   db.pragma("busy_timeout = 5000")
   db.pragma("cache_size = -4000")
   const link = primaryLink()
-  const hot = makeHotReads(db, link, { fresh: process.env["SLUICE_FRONT_FRESH"] === "true", wallClock: process.env["SLUICE_FRONT_CLOCK"] === "wall" })
+  const fresh = process.env["SLUICE_FRONT_FRESH"] === "true"
+  const natsUrl = process.env["SLUICE_FRONT_NATS"]
+  // A front that cannot reach NATS as it starts asks the dispatch process for every read's freshness.
+  const freshness = fresh && natsUrl !== undefined ? await makeFrontFreshness(natsUrl, db).catch(() => undefined) : undefined
+  const hot = makeHotReads(db, link, { fresh, wallClock: process.env["SLUICE_FRONT_CLOCK"] === "wall", ...(freshness === undefined ? {} : { freshness }) })
   const forward = forwarder(socketPath)
   // Browsers' cross-origin requests (and their preflights) are the dispatch process's to answer, with its CORS headers.
   const corsOrigins = config.corsOrigins.length > 0

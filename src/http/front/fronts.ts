@@ -63,6 +63,8 @@ export interface FrontsOptions {
   readonly readModelPath: string
   /** The actors run on the wall clock (not a test's): the fronts read the time themselves instead of asking it. */
   readonly wallClock: boolean
+  /** The log's NATS, which the fronts ask themselves what the calls wrote (frontFreshness.ts); none on the embedded log. */
+  readonly natsUrl?: string | undefined
 }
 
 /**
@@ -148,6 +150,7 @@ export const frontsLayer = (options: FrontsOptions) =>
         SLUICE_FRONT_READ_MODEL: options.readModelPath,
         SLUICE_FRONT_FRESH: String(settings.freshReads === true),
         SLUICE_FRONT_CLOCK: options.wallClock ? "wall" : "actors",
+        ...(options.natsUrl === undefined ? {} : { SLUICE_FRONT_NATS: options.natsUrl }),
         SLUICE_HOST: options.host,
         SLUICE_PORT: String(options.port),
       }

@@ -9,6 +9,7 @@ import { parseResultId, resultReads } from "../../projections/resultReads.js"
 import { apiKeyOf } from "../apiKey.js"
 import { noEta } from "../eta.js"
 import { parseAfter, parseErrorCodeFilter, parseLimit, parseStatusFilter } from "../pageParams.js"
+import type { FrontFreshness } from "./frontFreshness.js"
 import { makeLiveFacts } from "./liveFacts.js"
 import type { FrontAsk, FrontReply, LiveFacts } from "./protocol.js"
 
@@ -52,7 +53,11 @@ const parsed = <A>(either: Either.Either<A, unknown>) =>
  * a daily quota, the log away) answers `undefined`, and the front hands it to the dispatch process,
  * whose handlers answer every case, errors included, exactly as before.
  */
-export const makeHotReads = (db: Database.Database, link: FrontLink, options: { readonly fresh: boolean; readonly wallClock: boolean }) => {
+export const makeHotReads = (
+  db: Database.Database,
+  link: FrontLink,
+  options: { readonly fresh: boolean; readonly wallClock: boolean; readonly freshness?: FrontFreshness },
+) => {
   const accounts = accountReads(db)
   const batches = batchReads(db)
   const results = resultReads(db)
@@ -101,8 +106,19 @@ export const makeHotReads = (db: Database.Database, link: FrontLink, options: { 
     const live = rows.length === 0 ? new Map<string, LiveFacts>() : await liveFacts(rows, version)
     return live === undefined ? undefined : shownWith(live)
   }
-  /** On NATS the read model first catches up with the log's head (bounded), as every instance's reads do: asked each read. */
-  const caughtUp = async (expiresAt: number | null) => !options.fresh || (await asked(expiresAt)) !== undefined
+  /**
+   * On NATS the read model first catches up with what the calls wrote (bounded), as every instance's
+   * reads do: found here when it has (frontFreshness.ts) and the front may tell the time itself; asked
+   * of the dispatch process, which waits for its projections, when it has not.
+   */
+  const caughtUp = async (expiresAt: number | null) => {
+    if (!options.fresh) return true
+    const { freshness } = options
+    if (freshness !== undefined && options.wallClock && link.logUp() === true && (expiresAt === null || expiresAt * 1000 > Date.now())) {
+      if (await freshness.caughtUp()) return true
+    }
+    return (await asked(expiresAt)) !== undefined
+  }
 
   const retrieve = async (who: { accountId: string; expiresAt: number | null }, batchId: string) => {
     if (!(await caughtUp(who.expiresAt))) return undefined

@@ -1,0 +1,58 @@
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import type Database from "better-sqlite3"
+import { Effect } from "effect"
+import { writtenByCalls } from "../../domain/batch/subjects.js"
+import { natsServers, SLUICE_STREAM } from "../../eventlog/JetStreamEventLog.js"
+import { sharedNextRun } from "../../eventlog/sharedNextRun.js"
+
+/** Longer than a healthy answer by far; a log that takes it is left to the dispatch process to answer for. */
+const ASK_TIMEOUT_MS = 2_000
+
+export interface FrontFreshness {
+  /**
+   * Whether this front's read model holds what every call wrote before now (freshReads.ts), asked of
+   * the log by the front itself; false when it is behind, or the log did not answer.
+   */
+  readonly caughtUp: () => Promise<boolean>
+  readonly close: () => Promise<void>
+}
+
+/**
+ * A front's reads on NATS, each of which must show what any instance's call wrote before it began,
+ * ask the log for the last message a call wrote over a connection of the front's own, and find how far
+ * the read model has applied in the read model itself. Asking through the dispatch process put every
+ * read through a turn of its loop and a message each way, and a read waited for that loop under load:
+ * only a read model behind what the calls wrote leaves a read to the dispatch process, which answers
+ * once its projections have applied it (woken, not polling).
+ */
+export const makeFrontFreshness = async (
+  url: string,
+  db: Database.Database,
+  stream = SLUICE_STREAM,
+): Promise<FrontFreshness> => {
+  const nc: NatsConnection = await connect({
+    servers: natsServers(url),
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+    noAsyncTraces: true,
+    timeout: ASK_TIMEOUT_MS,
+    name: "sluice-front",
+  })
+  const jsm = await jetstreamManager(nc, { timeout: ASK_TIMEOUT_MS })
+  // Hundreds of reads at once ask the log once or twice, not once each.
+  const written = sharedNextRun(
+    Effect.tryPromise(() => jsm.streams.getMessage(stream, { last_by_subj: writtenByCalls }).then((m) => m?.seq ?? 0)),
+  )
+  const applied = db.prepare<[], number | null>(`SELECT min(seq) FROM offsets`).pluck()
+  return {
+    caughtUp: () =>
+      Effect.runPromise(
+        Effect.match(written, {
+          onFailure: () => false,
+          onSuccess: (seq) => (applied.get() ?? 0) >= seq,
+        }),
+      ),
+    close: () => nc.close().catch(() => undefined),
+  }
+}
