@@ -10,7 +10,8 @@ export interface HttpSettingsShape {
   readonly readyMaxLagSeconds: number
   /**
    * Several instances may write the log (NATS): a read first waits, briefly, for this instance's
-   * projections to reach the log's head, so that it shows what another instance's call just wrote.
+   * projections to reach the last message a call wrote, so that it shows what another instance's call
+   * just wrote (freshReads.ts).
    */
   readonly freshReads?: boolean
   /** The port this instance serves: a webhook URL that comes back to it is refused. */

@@ -7,10 +7,11 @@ import type { BatchRow } from "../../projections/batchReads.js"
  * channel. A front answers the polled reads from the read model itself. What lives in the dispatch
  * process reaches it two ways: pushed, whether the log answers (on each change); asked, a running
  * batch's queue estimate and `waiting_on` (kept a moment: liveFacts.ts), and on NATS the read
- * model's catching up with the log's head, or every fact when the actors run on a test clock.
+ * model's catching up with what the calls wrote when the front finds it behind (frontFreshness.ts),
+ * or every fact when the actors run on a test clock.
  */
 export type FrontAsk =
-  /** The log's standing for a read, and the actors' time; on NATS, answered once the read model has reached the log's head. */
+  /** The log's standing for a read, and the actors' time; on NATS, answered once the read model has applied what the calls wrote. */
   | { readonly t: "reach"; readonly id: number }
   /** The same, and each unfinished batch's estimate and `waiting_on` as the dispatch process sees them now. */
   | { readonly t: "live"; readonly id: number; readonly rows: ReadonlyArray<BatchRow> }
