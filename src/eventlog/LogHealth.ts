@@ -90,7 +90,6 @@ export const watched = <E, R>(inner: Layer.Layer<EventLog, E, R>): Layer.Layer<E
         follow: (filter, fromSeq, options) => onStreamFailure(() => log.follow(filter, fromSeq, options)),
         readMessage: (subject, firstSeq, seq) => onFailure(log.readMessage(subject, firstSeq, seq)),
         lastSeq: onFailure(log.lastSeq),
-        lastSeqMatching: (filter) => onFailure(log.lastSeqMatching(filter)),
         purge: (filter) => onFailure(log.purge(filter)),
       }
       return Context.make(EventLog, watchedLog).pipe(

@@ -7,7 +7,7 @@ import { Effect, Option, type Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { batchSubject, laneSubject } from "../../src/domain/batch/subjects.js"
 import { withChunking } from "../../src/eventlog/chunking.js"
-import type { EventLogShape, LogUnavailable } from "../../src/eventlog/EventLog.js"
+import { type EventLogShape, LogUnavailable } from "../../src/eventlog/EventLog.js"
 import * as JetStreamEventLog from "../../src/eventlog/JetStreamEventLog.js"
 import * as SqliteEventLog from "../../src/eventlog/SqliteEventLog.js"
 import { freshReads } from "../../src/http/freshReads.js"
@@ -76,6 +76,17 @@ describe("a fresh read with several instances on the log", () => {
         expect(yield* awaited(log)).toEqual([account!.seq])
         const [, file] = yield* append(["file.file_1.part", "file.file_1.file_created", laneSubject("batch_a", "m2")])
         expect(yield* awaited(log)).toEqual([file!.seq])
+      }),
+    ))
+
+  it("waits for the log's head, as before, when the log refuses the lookup (a NATS cluster just healed may, while it answers for its head)", () =>
+    run(
+      Effect.gen(function* () {
+        const log = yield* jetStream()
+        yield* log.append([batchSubject("batch_a", "batch_created"), laneSubject("batch_a", "m1"), laneSubject("batch_a", "m2")].map((subject) => ({ subject, data: event(subject) })))
+        const refusing: EventLogShape = { ...log, lastSeqMatching: () => Effect.fail(new LogUnavailable({ message: "JetStream system temporarily unavailable" })) }
+        expect(yield* awaited(refusing)).toEqual([yield* log.lastSeq])
+        expect(yield* awaited(log)).toEqual([1])
       }),
     ))
 
