@@ -134,10 +134,11 @@ export const makeApplier = (
   const applyRowEvent = (event: RowEvent, kind: string, at: FeedPosition) => {
     const batch = batches.target(event.batch_id)
     const effect = batch === undefined ? undefined : rowEffect({ status: batch.status, closedAs: batch.closing ?? undefined }, event)
-    if (batch !== undefined && effect !== undefined && results.applyRow(event, effect)) {
+    const change = batch === undefined || effect === undefined ? undefined : results.applyRow(event, effect)
+    if (batch !== undefined && effect !== undefined && change !== undefined) {
       batches.applyRow(event, batch, effect)
       if (effect !== "running" && effect !== "queued") settled?.(event.batch_id, event.row, event.at)
-      const feed = completions.rowSettled(event, effect, at, kind === "response")
+      const feed = completions.rowSettled(event, effect, at, kind === "response", batch.account_id, change.customId)
       if (feed !== undefined) completed?.(feed)
       if (event.type === "row_completed") {
         const charged = usage.apply(event)

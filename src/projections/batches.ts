@@ -15,6 +15,7 @@ const idle = `(total - running - completed - failed - cancelled)`
 
 /** A batch as its row events see it: its counters, held in memory and added in log order, and how it stands. */
 export interface RowTarget extends Types.Mutable<TokenTotals> {
+  readonly account_id: string
   status: BatchStatus
   readonly closing: ClosedAs | null
   readonly final_written: FinalStatus | null
@@ -58,7 +59,7 @@ export const batchesProjection = (
     ),
     started: db.prepare(`UPDATE batches SET status = 'in_progress', in_progress_at = ?, started_ms = ? WHERE id = ? AND status = 'validating'`),
     target: db.prepare(
-      `SELECT status, closing, final_written, total, running, completed, failed, cancelled, cost_usd,
+      `SELECT account_id, status, closing, final_written, total, running, completed, failed, cancelled, cost_usd,
          input_tokens, cached_tokens, output_tokens, reasoning_tokens, total_tokens, retrying, moved_ms
        FROM batches WHERE id = ?`,
     ),

@@ -34,14 +34,11 @@ CREATE INDEX IF NOT EXISTS completion_events_by_batch ON completion_events (batc
  */
 export const completionsProjection = (db: Database.Database) => {
   const s = {
-    // The account and custom_id are the batch's and the row's at this place in the log, read in the same transaction.
+    // A batch row's: its account and custom_id as the batch and the row stood when it settled (the results projection's).
     batchRow: db.prepare(
       `INSERT OR IGNORE INTO completion_events
          (seq, idx, account_id, stream_id, batch_id, row_index, response_id, custom_id, status, error, prompt_tokens, completion_tokens, total_tokens, completed_at)
-       SELECT @seq, @idx, b.account_id, NULL, b.id, r.idx, NULL, r.custom_id, @status, @error, @prompt, @completion, @total, @at
-       FROM batches b JOIN results r ON r.batch_id = b.id AND r.idx = @row
-       WHERE b.id = @batch_id
-       RETURNING account_id`,
+       VALUES (?, ?, ?, NULL, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // A response's: in its stream's feed, or outside streams if it ran in the background; a flex request's is its caller's answer alone.
     responseRow: db.prepare(
@@ -53,17 +50,28 @@ export const completionsProjection = (db: Database.Database) => {
     ),
     forget: db.prepare(`DELETE FROM completion_events WHERE batch_id = ?`),
   }
-  /** A row event that changed its row by `effect`: its completion event, if it settled the row; answers whose feed it joined. */
-  const rowSettled = (event: RowEvent, effect: RowEffect, at: FeedPosition, ofResponse = false): string | undefined => {
+  /**
+   * A row event that changed its row by `effect`: its completion event, if it settled the row; answers
+   * whose feed it joined. A batch row's event names the batch's account and the row's custom_id as they
+   * stood when it settled (what the batches and results projections hold in the same transaction); a
+   * response's are read from the response.
+   */
+  const rowSettled = (event: RowEvent, effect: RowEffect, at: FeedPosition, ofResponse: boolean, accountId: string, customId: string | null): string | undefined => {
     const completion = completionOf(event, effect)
     if (completion === undefined) return undefined
-    const inserted = (ofResponse ? s.responseRow : s.batchRow).get({
+    const error = completion.error === null ? null : JSON.stringify(completion.error)
+    if (!ofResponse) {
+      const { status, promptTokens, completionTokens, totalTokens } = completion
+      const inserted = s.batchRow.run(at.seq, at.idx, accountId, event.batch_id, event.row, customId, status, error, promptTokens, completionTokens, totalTokens, completion.at)
+      return inserted.changes > 0 ? accountId : undefined
+    }
+    const inserted = s.responseRow.get({
       seq: at.seq,
       idx: at.idx,
       batch_id: event.batch_id,
       row: event.row,
       status: completion.status,
-      error: completion.error === null ? null : JSON.stringify(completion.error),
+      error,
       prompt: completion.promptTokens,
       completion: completion.completionTokens,
       total: completion.totalTokens,

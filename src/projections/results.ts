@@ -11,6 +11,12 @@ const batchExpiredError = JSON.stringify({
 
 const ROWS_PER_INSERT = 64
 
+/** What a row event changed of its row: a settle names the row's `custom_id` (null without one), which its completion event carries. */
+export interface RowChange {
+  readonly customId: string | null
+}
+const UNSETTLED: RowChange = { customId: null }
+
 /**
  * One result line per submitted row, in submission order, plus where each chunk of rows has its request
  * bodies in the log (its `row_bodies` event, or the `rows_added` event itself before those existed):
@@ -37,14 +43,18 @@ export const resultsProjection = (db: Database.Database) => {
     retrying: db.prepare(
       `UPDATE results SET status = 'queued', error = ?, retry_at = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
     ),
-    completed: db.prepare(
-      `UPDATE results SET status = 'completed', response = ?, error = NULL, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    // A settle answers the row's custom_id, which its completion event carries.
+    completed: db.prepare<unknown[], RowChange>(
+      `UPDATE results SET status = 'completed', response = ?, error = NULL, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?
+       RETURNING custom_id AS customId`,
     ),
-    failed: db.prepare(
-      `UPDATE results SET status = 'failed', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    failed: db.prepare<unknown[], RowChange>(
+      `UPDATE results SET status = 'failed', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?
+       RETURNING custom_id AS customId`,
     ),
-    cancelledRow: db.prepare(
-      `UPDATE results SET status = 'cancelled', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?`,
+    cancelledRow: db.prepare<unknown[], RowChange>(
+      `UPDATE results SET status = 'cancelled', error = ?, settled_ms = ? WHERE batch_id = ? AND idx = ? AND status = 'running' AND attempts = ?
+       RETURNING custom_id AS customId`,
     ),
     cancelIdle: db.prepare(`UPDATE results SET status = 'cancelled', error = NULL, retry_at = NULL WHERE batch_id = ? AND status = 'queued'`),
     failIdle: db.prepare(`UPDATE results SET status = 'failed', error = ?, retry_at = NULL WHERE batch_id = ? AND status = 'queued'`),
@@ -53,20 +63,24 @@ export const resultsProjection = (db: Database.Database) => {
     deleteChunks: db.prepare(`DELETE FROM row_chunks WHERE batch_id = ?`),
   }
   const errorText = (error: object | null) => (error === null ? null : JSON.stringify(error))
-  /** Applies a row event's effect (see rowEffect); answers whether it changed the row, and so the batch's counters. */
-  const applyRow = (event: RowEvent, effect: RowEffect): boolean => {
+  const changed = (changes: number) => (changes > 0 ? UNSETTLED : undefined)
+  /**
+   * Applies a row event's effect (see rowEffect); answers undefined when it changed nothing, and so
+   * nothing of the batch's counters either.
+   */
+  const applyRow = (event: RowEvent, effect: RowEffect): RowChange | undefined => {
     const { batch_id, row, attempt } = event
     switch (effect) {
       case "running":
-        return (attempt > 1 ? s.retryStarted : s.started).run(attempt, batch_id, row, attempt).changes > 0
+        return changed((attempt > 1 ? s.retryStarted : s.started).run(attempt, batch_id, row, attempt).changes)
       case "queued":
-        return event.type === "row_retrying" && s.retrying.run(JSON.stringify(event.error), event.retry_at, batch_id, row, attempt).changes > 0
+        return event.type === "row_retrying" ? changed(s.retrying.run(JSON.stringify(event.error), event.retry_at, batch_id, row, attempt).changes) : undefined
       case "completed":
-        return event.type === "row_completed" && s.completed.run(JSON.stringify(event.response), event.at, batch_id, row, attempt).changes > 0
+        return event.type === "row_completed" ? s.completed.get(JSON.stringify(event.response), event.at, batch_id, row, attempt) : undefined
       case "failed":
-        return "error" in event && s.failed.run(errorText(event.error), event.at, batch_id, row, attempt).changes > 0
+        return "error" in event ? s.failed.get(errorText(event.error), event.at, batch_id, row, attempt) : undefined
       case "cancelled":
-        return s.cancelledRow.run("error" in event ? errorText(event.error) : null, event.at, batch_id, row, attempt).changes > 0
+        return s.cancelledRow.get("error" in event ? errorText(event.error) : null, event.at, batch_id, row, attempt)
     }
   }
   /** A batch event; `settlesIdle` says whether it settled the batch's idle rows at its place in the log. */
