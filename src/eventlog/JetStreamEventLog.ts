@@ -177,6 +177,10 @@ const iterate = <A>(iterable: AsyncIterable<A>, onError: (e: unknown) => LogUnav
 /** The stream Sluice's log is, unless a test names another. */
 export const SLUICE_STREAM = "SLUICE"
 
+/** The seq of the stream's last message on a subject `filter` matches (a message get by last subject, which 2.9 answers for a wildcard filter too); 0 for none. */
+export const lastSeqOn = (jsm: JetStreamManager, stream: string, filter: string): Promise<number> =>
+  jsm.streams.getMessage(stream, { last_by_subj: filter }).then((m) => m?.seq ?? 0)
+
 /** The adapter without chunking: exported so tests can inspect and write stored parts. */
 export const makeRaw = (options: JetStreamEventLogOptions) =>
   Effect.gen(function* () {
@@ -230,10 +234,9 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       () => replicas === 1 || info.cluster !== undefined,
     )
     const streamInfo = Effect.tryPromise({ try: () => jsm.streams.info(stream), catch: unavailable("stream info failed") })
-    // A stream message-get by last subject, which 2.9 answers for a wildcard filter too; 0 for none.
     const lastOn = (filter: string) =>
       Effect.tryPromise({
-        try: () => jsm.streams.getMessage(stream, { last_by_subj: filter }).then((m) => m?.seq ?? 0),
+        try: () => lastSeqOn(jsm, stream, filter),
         catch: unavailable("last message lookup failed"),
       })
 
@@ -265,7 +268,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
                 if (status.type === "heartbeats_missed") return true
                 // A pull that expired with nothing while the stream holds a newer matching message.
                 if (status.type === "debug" && status.code === 408) {
-                  const newest = await jsm.streams.getMessage(stream, { last_by_subj: filter }).then((m) => m?.seq ?? 0, () => 0)
+                  const newest = await lastSeqOn(jsm, stream, filter).catch(() => 0)
                   if (newest >= delivered()) return true
                 }
               }

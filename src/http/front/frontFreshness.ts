@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node"
 import type Database from "better-sqlite3"
 import { Duration, Effect, Option } from "effect"
 import { writtenByCalls } from "../../domain/batch/subjects.js"
-import { natsServers, SLUICE_STREAM } from "../../eventlog/JetStreamEventLog.js"
+import { lastSeqOn, natsServers, SLUICE_STREAM } from "../../eventlog/JetStreamEventLog.js"
 import { sharedNextRun } from "../../eventlog/sharedNextRun.js"
 
 /** How long the front's connection waits to connect and a request for its answer. */
@@ -21,7 +21,6 @@ export interface FrontFreshness {
    * the log by the front itself; false when it is behind, or the log did not answer.
    */
   readonly caughtUp: () => Promise<boolean>
-  readonly close: () => Promise<void>
 }
 
 /**
@@ -48,7 +47,7 @@ export const makeFrontFreshness = async (
   const jsm = await jetstreamManager(nc, { timeout: ASK_TIMEOUT_MS })
   // Hundreds of reads at once ask the log once or twice, not once each.
   const written = sharedNextRun(
-    Effect.tryPromise(() => jsm.streams.getMessage(stream, { last_by_subj: writtenByCalls }).then((m) => m?.seq ?? 0)),
+    Effect.tryPromise(() => lastSeqOn(jsm, stream, writtenByCalls)),
   )
   const applied = db.prepare<[], number | null>(`SELECT min(seq) FROM offsets`).pluck()
   return {
@@ -59,6 +58,5 @@ export const makeFrontFreshness = async (
           onSuccess: (seq) => Option.isSome(seq) && (applied.get() ?? 0) >= seq.value,
         }),
       ),
-    close: () => nc.close().catch(() => undefined),
   }
 }
