@@ -3,6 +3,7 @@ import { type LaneTerms, defaultTerms } from "../domain/scheduling/ModelQueue.js
 import { randomUUID } from "node:crypto"
 import { type BatchCommand, BatchNotFound, type Rejection, decide, decideCreate } from "../domain/batch/decide.js"
 import { type BatchEvent, type RowEvent, isRowEvent, onceOnlyTypes } from "../domain/batch/events.js"
+import type { LaneWindow } from "../domain/batch/laneWindow.js"
 import { type Ending, endingIn, fateOf } from "../domain/batch/fate.js"
 import { type BatchState, evolve, initialState, isClosed, isFinal, type RowPhase, rowPhase } from "../domain/batch/state.js"
 import { batchMsgId, batchSubject } from "../domain/batch/subjects.js"
@@ -392,35 +393,41 @@ export const Live = Layer.effect(
         const inputs: Array<AppendInput> = []
         const leases = new Map<string, number>()
         const holds = new Map<string, LaneHold>()
+        const encoded = new Map<AppendInput, LaneWindow>()
         for (const m of messages) {
           if ("subject" in m) {
             inputs.push(m)
             continue
           }
-          const window = lanes.window(batchId, m.lane, m.events)
-          if (window instanceof LeaseLost) return yield* Effect.fail(window)
-          leases.set(window.subject, m.lane.revision)
-          holds.set(window.subject, m.lane)
-          inputs.push(window)
+          const made = lanes.window(batchId, m.lane, m.events)
+          if (made instanceof LeaseLost) return yield* Effect.fail(made)
+          const { input } = made
+          leases.set(input.subject, m.lane.revision)
+          holds.set(input.subject, m.lane)
+          encoded.set(input, made.window)
+          inputs.push(input)
         }
-        return { inputs, placeOf, leases, holds, completions }
+        return { inputs, placeOf, leases, holds, completions, encoded }
       })
 
     /**
      * Claims the closings of `sending` that end the batch from a view where it had no ending (FateStore):
      * the append goes no further if another writer's ending stands.
      */
-    const claimClosings = (batchId: string, sending: ReadonlyArray<Outgoing>) =>
-      Effect.forEach(
-        sending,
-        (decision) =>
-          decision.ends === undefined || decision.ends.type === "batch_completed"
-            ? Effect.void
-            : Effect.flatMap(fateStore.claim(batchId, decision.ends), (standing) =>
+    const claimClosings = (batchId: string, sending: ReadonlyArray<Outgoing>) => {
+      // Most appends claim nothing (row events alone): no effect per decision for them, two a row otherwise.
+      const closings = sending.filter((decision) => decision.ends !== undefined && decision.ends.type !== "batch_completed")
+      return closings.length === 0
+        ? Effect.void
+        : Effect.forEach(
+            closings,
+            (decision) =>
+              Effect.flatMap(fateStore.claim(batchId, decision.ends!), (standing) =>
                 fateOf(standing) === fateOf(decision.ends!) ? Effect.void : Effect.fail(new FateTaken({ ending: standing })),
               ),
-        { discard: true },
-      )
+            { discard: true },
+          )
+    }
 
     /**
      * Appends the batch's completions after the rest, once claimed: a completion is claimed only once the
@@ -450,6 +457,15 @@ export const Live = Layer.effect(
       )
     }
 
+    /** The windows the log stored, handed to the projections as encoded: they apply them without decoding their bytes again. */
+    const handWindows = (windows: ReadonlyMap<AppendInput, LaneWindow>, inputs: ReadonlyArray<AppendInput>, written: ReadonlyArray<AppendResult>) => {
+      for (let i = 0; i < inputs.length; i++) {
+        const window = windows.get(inputs[i]!)
+        const result = written[i]
+        if (window !== undefined && result !== undefined && !result.duplicate) projector.wrote(result.seq, inputs[i]!.subject, window)
+      }
+    }
+
     /** Appends everything the batch's outbox holds in one call, in decision order, until it is empty. */
     const drain = (batchId: string, current: Entry): Effect.Effect<void> =>
       Effect.gen(function* () {
@@ -460,16 +476,18 @@ export const Live = Layer.effect(
             AppendError
           > = yield* Effect.exit(
             Effect.gen(function* () {
-              const { inputs, placeOf, leases, holds, completions } = yield* messagesOf(batchId, sending)
+              const { inputs, placeOf, leases, holds, completions, encoded } = yield* messagesOf(batchId, sending)
               yield* claimClosings(batchId, sending)
               if (completions.size === 0) {
                 const written = yield* log.append(inputs).pipe(remembered(batchId, inputs, holds))
                 lanes.stored(leases, inputs, written)
+                handWindows(encoded, inputs, written)
                 return { written, placeOf }
               }
               const rest = inputs.filter((_, i) => !completions.has(i))
               const stored = yield* log.append(rest).pipe(remembered(batchId, rest, holds))
               lanes.stored(leases, rest, stored)
+              handWindows(encoded, rest, stored)
               const ending = sending.find((d) => d.ends?.type === "batch_completed")!.ends!
               const completed = yield* appendCompletions(batchId, current, inputs.filter((_, i) => completions.has(i)), ending)
               const written: Array<AppendResult | undefined> = []

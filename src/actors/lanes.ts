@@ -28,8 +28,8 @@ export const makeLanes = () => {
     }
   }
 
-  /** The window of `events` on the lane, or why this instance may not write it. */
-  const window = (batchId: string, lane: LaneHold, events: ReadonlyArray<RowEvent>): AppendInput | LeaseLost => {
+  /** The window of `events` on the lane, as appended and as encoded, or why this instance may not write it. */
+  const window = (batchId: string, lane: LaneHold, events: ReadonlyArray<RowEvent>): { readonly input: AppendInput; readonly window: LaneWindow } | LeaseLost => {
     const tip = tips.get(key(batchId, lane.model)) ?? { seq: 0, lease: 0 }
     if (tip.lease > lane.revision) {
       return new LeaseLost({ model: lane.model, reason: `batch ${batchId}'s lane was taken under lease ${tip.lease}` })
@@ -37,7 +37,7 @@ export const makeLanes = () => {
     const payload: LaneWindow = { type: "lane_window", batch_id: batchId, model: lane.model, owner: lane.owner, lease: lane.revision, events }
     const subject = laneSubject(batchId, lane.model)
     bySubject.set(subject, key(batchId, lane.model))
-    return {
+    const input: AppendInput = {
       subject,
       data: encoder.encode(JSON.stringify(payload)),
       // Unique to this window: another one on the same place, after this one's append was given up on but
@@ -46,6 +46,7 @@ export const makeLanes = () => {
       expectLastSubjectSeq: tip.seq,
       events: events.length,
     }
+    return { input, window: payload }
   }
 
   const stored = (lease: ReadonlyMap<string, number>, inputs: ReadonlyArray<AppendInput>, written: ReadonlyArray<AppendResult>) => {

@@ -30,6 +30,7 @@ import { makeAppliedLinks } from "./appliedLinks.js"
 import { rebuildInPlace } from "./rebuild.js"
 import { batchReads } from "./batchReads.js"
 import { lifecycleSeqProjection } from "./lifecycleSeq.js"
+import { makeWrittenWindows, type WrittenWindows } from "./writtenWindows.js"
 
 const projectionNames = ["batches", "results", "accounts"] as const
 /** How often what was applied is checked against the stream's leader while following (appliedLinks.ts). */
@@ -101,6 +102,11 @@ export interface ProjectorShape {
    * response to be final): while it runs, the projections apply what arrives without gathering it.
    */
   readonly promptly: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * A lane window this process appended, stored at `seq` on `subject`, as it was encoded: applied as it
+   * is when the projections reach it, not decoded from the log's bytes again (writtenWindows.ts).
+   */
+  readonly wrote: (seq: number, subject: string, window: LaneWindow) => void
 }
 
 export class Projector extends Context.Tag("Projections/Projector")<Projector, ProjectorShape>() {}
@@ -113,6 +119,7 @@ export const makeApplier = (
   settled?: (batchId: string, row: number, at: number) => void,
   batchChanged?: (change: BatchChange) => void,
   completed?: (accountId: string) => void,
+  written?: WrittenWindows,
 ) => {
   const batches = batchesProjection(db, statuses, batchChanged)
   const results = resultsProjection(db)
@@ -161,7 +168,7 @@ export const makeApplier = (
     const kind = message.subject.slice(0, message.subject.indexOf("."))
     // A response runs as a batch of one row on its own subjects (src/domain/response/queuedResponse.ts).
     if (kind === "batch" || kind === "response") {
-      const decoded = from?.window ?? decodeBatchMessage(message.data)
+      const decoded = from?.window ?? written?.take(message) ?? decodeBatchMessage(message.data)
       if (decoded === undefined) return false
       if (isLaneWindow(decoded)) {
         const events = decoded.events
@@ -314,6 +321,7 @@ export const Live = Layer.scoped(
     let wakeGathering = () => {}
     const completions = makeCompletionSignals(() => wakeGathering())
     let prompt = 0
+    const written = makeWrittenWindows()
     const apply = makeApplier(
       db,
       { settings: (id) => settings.add(id), usage: (id) => usage.add(id) },
@@ -321,6 +329,7 @@ export const Live = Layer.scoped(
       throughput.settled,
       (change) => batchChangesNow.push(change),
       (accountId) => completedNow.add(accountId),
+      written,
     )
     const batchChanges = yield* PubSub.unbounded<ReadonlyArray<BatchChange>>()
     let appliedDelayMs = 0
@@ -419,6 +428,7 @@ export const Live = Layer.scoped(
       throughput,
       accountsVersion: () => accountsVersion,
       completionSignal: completions.signal,
+      wrote: written.wrote,
       promptly: (effect) =>
         Effect.acquireUseRelease(
           Effect.sync(() => {
