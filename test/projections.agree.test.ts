@@ -1,4 +1,3 @@
-import { HashMap } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { type BatchState, evolve, idleRows, initialState, isFinal } from "../src/domain/batch/state.js"
@@ -19,8 +18,8 @@ import { messyLog, messyScenario, withReadModel } from "./support/messyBatchLog.
 const encoder = new TextEncoder()
 
 const resultStatus = (state: BatchState, row: number): string => {
-  const phase = HashMap.get(state.rows, row)
-  if (phase._tag === "Some") return phase.value.status
+  const phase = state.rows.get(row)
+  if (phase !== undefined) return phase.status
   if (state.closedAs === undefined) return "queued"
   return state.closedAs
 }
@@ -71,7 +70,7 @@ describe("readers agree", () => {
               attempts: number
             }>
             expect(rows.map((r) => [r.idx, r.status, r.attempts])).toEqual(
-              rows.map((r) => [r.idx, resultStatus(state, r.idx), HashMap.get(state.rows, r.idx).pipe((p) => (p._tag === "Some" ? p.value.attempt : 0))]),
+              rows.map((r) => [r.idx, resultStatus(state, r.idx), state.rows.get(r.idx)?.attempt ?? 0]),
             )
           }
         }),

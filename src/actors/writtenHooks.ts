@@ -1,4 +1,4 @@
-import { Effect, HashMap, Option } from "effect"
+import { Effect } from "effect"
 import { type BatchEvent, onceOnlyTypes } from "../domain/batch/events.js"
 import type { BatchState } from "../domain/batch/state.js"
 import type { MetricsShape, SettledOutcome } from "../metrics/Metrics.js"
@@ -21,7 +21,7 @@ const idleByModel = (rowModels: ReadonlyArray<string>, before: BatchState, owner
   const models = rowModels
   const split = new Map<string, number>()
   for (let idx = 0; idx < before.total; idx++) {
-    const phase = Option.getOrUndefined(HashMap.get(before.rows, idx))
+    const phase = before.rows.get(idx)
     if (phase !== undefined && phase.status !== "queued") continue
     const model = models[idx] ?? "unknown"
     split.set(model, (split.get(model) ?? 0) + 1)

@@ -1,4 +1,4 @@
-import { Either, HashMap } from "effect"
+import { Either } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { type BatchCommand, type Decision, decide } from "../../src/domain/batch/decide.js"
@@ -56,7 +56,7 @@ const states = (run: Run) => [evolve(initialState(batchId), run.created), ...run
 
 const comparable = (state: BatchState) => ({
   ...state,
-  rows: [...HashMap.toEntries(state.rows)].sort(([a], [b]) => a - b),
+  rows: [...state.rows].sort(([a], [b]) => a - b),
 })
 
 const counts = (state: BatchState) => ({
@@ -77,7 +77,7 @@ const recount = (state: BatchState) => {
     else if (phase.status === "cancelled") tally.cancelled++
     else tally.failed++
   }
-  const unstarted = state.total - HashMap.size(state.rows)
+  const unstarted = state.total - state.rows.size
   if (state.closedAs === undefined) tally.idle += unstarted
   else if (state.closedAs === "cancelled") tally.cancelled += unstarted
   else tally.failed += unstarted
@@ -129,7 +129,7 @@ describe("batch decider laws", () => {
             c.completed + c.failed + c.cancelled + c.running + c.idle === state.total &&
             Object.values(c).every((n) => n >= 0) &&
             Object.entries(c).every(([k, n]) => r[k as keyof typeof r] === n) &&
-            [...HashMap.keys(state.rows)].every((row) => row >= 0 && row < state.total)
+            [...state.rows].every(([row]) => row >= 0 && row < state.total)
           if (!sound) expect({ total: state.total, counts: c, rows: [...state.rows] }).toEqual({ total: state.total, counts: r, rows: [] })
         }
       }),

@@ -1,16 +1,11 @@
-import { HashMap, Option } from "effect"
 import { type BatchStatus, FinalBatchStatuses } from "../api/BatchStatus.js"
-import type { BatchEvent, BatchFailure, RowError, RowEvent } from "./events.js"
+import type { BatchEvent, BatchFailure, RowEvent } from "./events.js"
 import { type ClosedAs, rowEffect } from "./rowEffect.js"
+import { type RowPhase, RowPhases } from "./rowPhases.js"
 
-export type { BatchStatus, ClosedAs }
+export type { BatchStatus, ClosedAs, RowPhase }
 
 export const isFinal = (status: BatchStatus) => FinalBatchStatuses.has(status)
-
-export type RowPhase =
-  | { readonly status: "running"; readonly attempt: number }
-  | { readonly status: "queued"; readonly attempt: number; readonly error: RowError }
-  | { readonly status: "completed" | "failed" | "cancelled" | "expired"; readonly attempt: number }
 
 export interface BatchState {
   readonly id: string
@@ -24,7 +19,7 @@ export interface BatchState {
   readonly running: number
   readonly costUsd: number
   /** Rows that have left their initial never-started state; a row absent here was never started. */
-  readonly rows: HashMap.HashMap<number, RowPhase>
+  readonly rows: RowPhases
   /** Set once the batch stops starting rows (cancel, failure, expiry): every unstarted row was settled then. */
   readonly closedAs: ClosedAs | undefined
   /** Why a closing batch fails: the `error` it ends with. */
@@ -46,7 +41,7 @@ export const initialState = (id: string): BatchState => ({
   cancelled: 0,
   running: 0,
   costUsd: 0,
-  rows: HashMap.empty(),
+  rows: RowPhases.empty(),
   closedAs: undefined,
   closingError: undefined,
   finalWritten: undefined,
@@ -54,8 +49,7 @@ export const initialState = (id: string): BatchState => ({
 
 export const isClosed = (state: BatchState) => state.closedAs !== undefined
 
-export const rowPhase = (state: BatchState, row: number): RowPhase | undefined =>
-  Option.getOrUndefined(HashMap.get(state.rows, row))
+export const rowPhase = (state: BatchState, row: number): RowPhase | undefined => state.rows.get(row)
 
 /** Rows neither running nor finished: never started, or waiting to be retried. */
 export const idleRows = (state: BatchState) =>
@@ -72,7 +66,7 @@ const close = (state: BatchState, as: ClosedAs, error: BatchFailure | undefined)
     closingError: error,
     failed: as === "cancelled" ? state.failed : state.failed + idle,
     cancelled: as === "cancelled" ? state.cancelled + idle : state.cancelled,
-    rows: HashMap.map(state.rows, (phase) => (phase.status === "queued" ? { status: to, attempt: phase.attempt } : phase)),
+    rows: RowPhases.fromEntries([...state.rows].map(([row, phase]) => [row, phase.status === "queued" ? { status: to, attempt: phase.attempt } : phase])),
   }
 }
 
@@ -98,7 +92,7 @@ const applyRow = (state: BatchState, event: RowEvent): BatchState => {
     return {
       ...state,
       running: state.running + 1,
-      rows: HashMap.set(state.rows, event.row, { status: "running", attempt: event.attempt }),
+      rows: state.rows.set(event.row, { status: "running", attempt: event.attempt }),
     }
   }
   if (phase?.status !== "running" || phase.attempt !== event.attempt) return state
@@ -107,7 +101,7 @@ const applyRow = (state: BatchState, event: RowEvent): BatchState => {
     return {
       ...state,
       running: state.running - 1,
-      rows: HashMap.set(state.rows, event.row, { status: "queued", attempt: event.attempt, error }),
+      rows: state.rows.set(event.row, { status: "queued", attempt: event.attempt, error }),
     }
   }
   return finalIfDone({
@@ -117,7 +111,7 @@ const applyRow = (state: BatchState, event: RowEvent): BatchState => {
     failed: state.failed + (effect === "failed" ? 1 : 0),
     cancelled: state.cancelled + (effect === "cancelled" ? 1 : 0),
     costUsd: state.costUsd + (event.type === "row_completed" ? event.cost_usd : 0),
-    rows: HashMap.set(state.rows, event.row, { status: effect, attempt: event.attempt }),
+    rows: state.rows.set(event.row, { status: effect, attempt: event.attempt }),
   })
 }
 
