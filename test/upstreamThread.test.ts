@@ -1,4 +1,6 @@
 import { Effect, Exit, Scope } from "effect"
+import http from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type UpstreamThread, upstreamThread } from "../src/actors/upstreamThread.js"
 import type { UpstreamOutcome } from "../src/domain/upstream/UpstreamOutcome.js"
@@ -92,6 +94,39 @@ describe("the upstream thread", () => {
     expect(lost).toEqual({ _tag: "NetworkError", message: "The model server could not be reached: the upstream thread was stopped" })
     const again = await call(target(fast), "are you back?")
     expect(again._tag === "Response" && again.status).toBe(200)
+  })
+
+  it("sends each call with its target's credentials, path and body, and answers a non-JSON error as its text", async () => {
+    const seen: Array<{ url: string | undefined; authorization: string | undefined; type: string | undefined; body: string }> = []
+    const server = http.createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        seen.push({ url: req.url, authorization: req.headers.authorization, type: req.headers["content-type"], body: Buffer.concat(chunks).toString() })
+        res.writeHead(502, { "content-type": "text/plain" })
+        res.end("bad gateway")
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (server.address() as AddressInfo).port
+      const keyed = thread.target({ https: false, hostname: "127.0.0.1", port, path: "/v1/chat/completions", apiKey: "sk-test", maxSockets: 2 })
+      const basic = thread.target({ https: false, hostname: "127.0.0.1", port, path: "/base/v1/chat/completions", auth: "user:pass", maxSockets: 2 })
+      const plain = thread.target({ https: false, hostname: "127.0.0.1", port, path: "/v1/chat/completions", maxSockets: 2 })
+      const outcomes = await Promise.all([
+        call(keyed, "with a key"),
+        call(basic, "with a password"),
+        new Promise<UpstreamOutcome>((resolve) => thread.send(plain, body("embed me"), resolve, undefined, undefined, "/v1/embeddings")),
+      ])
+      expect(outcomes).toEqual(Array(3).fill({ _tag: "Response", status: 502, body: "bad gateway" }))
+      expect(seen.sort((a, b) => a.body.localeCompare(b.body))).toEqual([
+        { url: "/v1/embeddings", authorization: undefined, type: "application/json", body: body("embed me") },
+        { url: "/v1/chat/completions", authorization: "Bearer sk-test", type: "application/json", body: body("with a key") },
+        { url: "/base/v1/chat/completions", authorization: `Basic ${Buffer.from("user:pass").toString("base64")}`, type: "application/json", body: body("with a password") },
+      ])
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 
   it("answers a call to an upstream that refuses connections as a network error", async () => {
