@@ -361,12 +361,13 @@ export const Live = Layer.effect(
     const messagesOf = (batchId: string, sending: ReadonlyArray<Outgoing>) =>
       Effect.gen(function* () {
         const messages: Array<AppendInput | { readonly lane: LaneHold; readonly events: Array<RowEvent> }> = []
-        const placeOf = new Map<Outgoing, Set<number>>()
+        // A decision's messages, in order, each once: nearly always one (its lane's window).
+        const placeOf = new Map<Outgoing, Array<number>>()
         const windows = new Map<string, number>()
         /** The `batch_completed` messages that end the batch from a view where it had no ending. */
         const completions = new Set<number>()
         for (const decision of sending) {
-          const places = new Set<number>()
+          const places: Array<number> = []
           for (const event of decision.events) {
             if (isRowEvent(event)) {
               const lane = decision.lane!
@@ -376,17 +377,17 @@ export const Live = Layer.effect(
                 windows.set(lane.model, at)
               }
               ;(messages[at] as { events: Array<RowEvent> }).events.push(event)
-              places.add(at)
+              if (!places.includes(at)) places.push(at)
             } else {
               const at = messages.push(message(event)) - 1
               if (event === decision.ends && event.type === "batch_completed") completions.add(at)
-              places.add(at)
+              if (!places.includes(at)) places.push(at)
             }
           }
           if (decision.claim === true && decision.lane !== undefined && !windows.has(decision.lane.model)) {
             const at = messages.push({ lane: decision.lane, events: [] }) - 1
             windows.set(decision.lane.model, at)
-            places.add(at)
+            if (!places.includes(at)) places.push(at)
           }
           placeOf.set(decision, places)
         }
@@ -472,7 +473,7 @@ export const Live = Layer.effect(
         while (current.outbox.length > 0) {
           const sending = current.outbox.splice(0)
           const exit: Exit.Exit<
-            { readonly written: ReadonlyArray<AppendResult | undefined>; readonly placeOf: Map<Outgoing, Set<number>> },
+            { readonly written: ReadonlyArray<AppendResult | undefined>; readonly placeOf: Map<Outgoing, Array<number>> },
             AppendError
           > = yield* Effect.exit(
             Effect.gen(function* () {
@@ -511,7 +512,7 @@ export const Live = Layer.effect(
             const outcome: AppendExit = Exit.isFailure(exit)
               ? Exit.failCause(exit.cause)
               : Exit.succeed(
-                  [...(exit.value.placeOf.get(decision) ?? [])].flatMap((i) => (exit.value.written[i] === undefined ? [] : [exit.value.written[i]!])),
+                  (exit.value.placeOf.get(decision) ?? []).flatMap((i) => (exit.value.written[i] === undefined ? [] : [exit.value.written[i]!])),
                 )
             settle(decision, outcome)
             const stored = Exit.isSuccess(outcome) && outcome.value.some((r) => !r.duplicate)

@@ -55,6 +55,8 @@ export const afterWritten = (
   owner: BatchOwner | undefined,
   events: ReadonlyArray<BatchEvent>,
 ): Effect.Effect<void> | undefined => {
+  // A row's decisions, nearly all of them, have no lifecycle event: nothing to build for them.
+  if (!events.some((event) => onceOnlyTypes.has(event.type))) return undefined
   const steps: Array<Effect.Effect<void>> = []
   for (const event of events) {
     // The lifecycle events are the once-only ones.

@@ -121,6 +121,21 @@ const applyRow = (state: BatchState, event: RowEvent): BatchState => {
  * batch's deletion changes it.
  */
 export const evolve = (state: BatchState, event: BatchEvent): BatchState => {
+  // A settle is evolved twice over: by the decider (closeIfDone, to see whether it ends the batch) and
+  // by the writer that queues it. Both are immutable, so the same pair gives the same state: the last
+  // one is answered again rather than made again (and its row phases moved back and forth).
+  if (state === last.state && event === last.event) return last.evolved
+  const evolved = evolveAnew(state, event)
+  last = { state, event, evolved }
+  return evolved
+}
+let last: { readonly state: BatchState | undefined; readonly event: BatchEvent | undefined; readonly evolved: BatchState } = {
+  state: undefined,
+  event: undefined,
+  evolved: initialState(""),
+}
+
+const evolveAnew = (state: BatchState, event: BatchEvent): BatchState => {
   if (isFinal(state.status) && event.type !== "batch_deleted" && event.type !== "batch_purged") return state
   switch (event.type) {
     case "batch_created":
