@@ -12,6 +12,13 @@ export const mainThreadCpuMs = (pid: number) => {
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
+/**
+ * How long a process's main thread (Sluice's dispatch thread) has waited, runnable, for a CPU, in ms:
+ * the second field of /proc/<pid>/task/<pid>/schedstat (ns). A turn of its event loop delayed while
+ * the thread waits for a core shows here, not in its own CPU time.
+ */
+export const mainThreadRunQueueMs = (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6
+
 /** The processes a process started that are running now, from /proc/<pid>/task/<tid>/children. */
 export const childPids = (pid: number): Array<number> => {
   const children: Array<number> = []
