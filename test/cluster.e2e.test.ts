@@ -20,6 +20,11 @@ import { waitFor } from "./support/waitFor.js"
 
 const MODEL = "glm-5.3-flash"
 const rows = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => chatRow(`${prefix}-${i}`, `${prefix} row ${i}`))
+/**
+ * Rows enough to outlast the leader's kill and the read after it by seconds (about 270 rows a second at 8
+ * slots on the 20 ms simulator): at 200 the batch had sometimes finished by the time that read answered.
+ */
+const TOTAL = 800
 
 /** Every result, asked again after the Retry-After of an "unavailable at the moment" answer (up to 10 times). */
 const resultsWhenAvailable = async (api: ReturnType<typeof client>, batchId: string): Promise<Array<any>> => {
@@ -89,7 +94,7 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
     expect(info.cluster?.replicas).toHaveLength(2)
 
     const api = client(sluice.url)
-    const created = await api.call("POST", "/v1/batches", { requests: rows("r", 200) })
+    const created = await api.call("POST", "/v1/batches", { requests: rows("r", TOTAL) })
     expect(created.status).toBe(200)
     const id = created.body.id as string
     const completed = async () => (await api.call("GET", `/v1/batches/${id}`)).body.request_counts.completed as number
@@ -98,7 +103,7 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
     const leader = await cluster.leaderOf("SLUICE")
     await cluster.halt(leader, "SIGKILL")
     const atKill = await completed().catch(() => 0)
-    expect(atKill).toBeLessThan(200)
+    expect(atKill).toBeLessThan(TOTAL)
     // The other two nodes elect a new leader and the batch goes on without the killed one.
     await waitFor("40 more rows have completed with the old leader down", async () => (await completed().catch(() => 0)) >= atKill + 40, {
       timeoutMs: 60_000,
@@ -109,11 +114,11 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
 
     const final = await api.waitFinal(id, 60_000)
     expect(final.status).toBe("completed")
-    expect(final.request_counts).toEqual({ total: 200, completed: 200, failed: 0 })
+    expect(final.request_counts).toEqual({ total: TOTAL, completed: TOTAL, failed: 0 })
     // While the restarted node rejoins, a JetStream request may time out: Sluice then answers the seed's
     // 404 "unavailable at the moment" with Retry-After, which a client honours and asks again.
     const results = await resultsWhenAvailable(api, id)
-    expect(results.map((r) => r.custom_id)).toEqual(rows("r", 200).map((r) => r.custom_id))
+    expect(results.map((r) => r.custom_id)).toEqual(rows("r", TOTAL).map((r) => r.custom_id))
     for (const [i, r] of results.entries()) {
       expect(r.status).toBe("completed")
       expect(r.response.body.choices[0].message.content).toContain(`r row ${i}`)
@@ -121,8 +126,8 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
     expect(await sluice.stop("SIGTERM")).toBe(0)
 
     const log = await storedEvents({ dataDir: sluice.dataDir, natsUrl: cluster.url }, id)
-    expect(terminalsPerRow(log, 200)).toEqual(Array.from({ length: 200 }, () => 1))
-    expect(log.filter((e) => e.type === "row_completed")).toHaveLength(200)
+    expect(terminalsPerRow(log, TOTAL)).toEqual(Array.from({ length: TOTAL }, () => 1))
+    expect(log.filter((e) => e.type === "row_completed")).toHaveLength(TOTAL)
     expect(log.filter((e) => e.type === "batch_completed")).toHaveLength(1)
     // Through the restarted node alone, a client reads the same history.
     const fromRestarted = await storedEvents({ dataDir: sluice.dataDir, natsUrl: cluster.nodes[leader]!.url }, id)
