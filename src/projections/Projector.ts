@@ -387,6 +387,7 @@ export const Live = Layer.scoped(
       yield* Effect.logWarning("the read model applied messages the event log no longer holds there: rebuilding it from the log", diverged.slice(0, 20))
       const rebuilt = yield* rebuildInPlace(db, log)
       links.forget()
+      written.forget()
       completions.fireAll()
       statuses.recount()
       accountsVersion++

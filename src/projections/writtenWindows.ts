@@ -32,6 +32,11 @@ export const makeWrittenWindows = () => {
       }
       return found !== undefined && found.subject === message.subject ? found.window : undefined
     },
+    /**
+     * The log no longer holds what was applied (the projections are rebuilt from it): a seq this process
+     * was answered for may hold another message now, so nothing held is used.
+     */
+    forget: () => held.clear(),
   }
 }
 export type WrittenWindows = ReturnType<typeof makeWrittenWindows>
