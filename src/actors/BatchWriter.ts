@@ -392,7 +392,6 @@ export const Live = Layer.effect(
           placeOf.set(decision, places)
         }
         const inputs: Array<AppendInput> = []
-        const leases = new Map<string, number>()
         const holds = new Map<string, LaneHold>()
         const encoded = new Map<AppendInput, LaneWindow>()
         for (const m of messages) {
@@ -403,12 +402,11 @@ export const Live = Layer.effect(
           const made = lanes.window(batchId, m.lane, m.events)
           if (made instanceof LeaseLost) return yield* Effect.fail(made)
           const { input } = made
-          leases.set(input.subject, m.lane.revision)
           holds.set(input.subject, m.lane)
           encoded.set(input, made.window)
           inputs.push(input)
         }
-        return { inputs, placeOf, leases, holds, completions, encoded }
+        return { inputs, placeOf, holds, completions, encoded }
       })
 
     /**
@@ -458,10 +456,19 @@ export const Live = Layer.effect(
       )
     }
 
-    /** The windows the log stored, handed to the projections as encoded: they apply them without decoding their bytes again. */
-    const handWindows = (windows: ReadonlyMap<AppendInput, LaneWindow>, inputs: ReadonlyArray<AppendInput>, written: ReadonlyArray<AppendResult>) => {
+    /**
+     * What the log stored of an append: each lane stands at its window, and the projections get the windows
+     * as encoded, which they apply without decoding their bytes again.
+     */
+    const onStored = (
+      holds: ReadonlyMap<string, LaneHold>,
+      encoded: ReadonlyMap<AppendInput, LaneWindow>,
+      inputs: ReadonlyArray<AppendInput>,
+      written: ReadonlyArray<AppendResult>,
+    ) => {
+      lanes.stored(holds, inputs, written)
       for (let i = 0; i < inputs.length; i++) {
-        const window = windows.get(inputs[i]!)
+        const window = encoded.get(inputs[i]!)
         const result = written[i]
         if (window !== undefined && result !== undefined && !result.duplicate) projector.wrote(result.seq, inputs[i]!.subject, window)
       }
@@ -477,18 +484,16 @@ export const Live = Layer.effect(
             AppendError
           > = yield* Effect.exit(
             Effect.gen(function* () {
-              const { inputs, placeOf, leases, holds, completions, encoded } = yield* messagesOf(batchId, sending)
+              const { inputs, placeOf, holds, completions, encoded } = yield* messagesOf(batchId, sending)
               yield* claimClosings(batchId, sending)
               if (completions.size === 0) {
                 const written = yield* log.append(inputs).pipe(remembered(batchId, inputs, holds))
-                lanes.stored(leases, inputs, written)
-                handWindows(encoded, inputs, written)
+                onStored(holds, encoded, inputs, written)
                 return { written, placeOf }
               }
               const rest = inputs.filter((_, i) => !completions.has(i))
               const stored = yield* log.append(rest).pipe(remembered(batchId, rest, holds))
-              lanes.stored(leases, rest, stored)
-              handWindows(encoded, rest, stored)
+              onStored(holds, encoded, rest, stored)
               const ending = sending.find((d) => d.ends?.type === "batch_completed")!.ends!
               const completed = yield* appendCompletions(batchId, current, inputs.filter((_, i) => completions.has(i)), ending)
               const written: Array<AppendResult | undefined> = []

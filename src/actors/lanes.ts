@@ -49,11 +49,12 @@ export const makeLanes = () => {
     return { input, window: payload }
   }
 
-  const stored = (lease: ReadonlyMap<string, number>, inputs: ReadonlyArray<AppendInput>, written: ReadonlyArray<AppendResult>) => {
+  /** The windows the log stored, each under the lease it was written with (`holds`, by subject). */
+  const stored = (holds: ReadonlyMap<string, LaneHold>, inputs: ReadonlyArray<AppendInput>, written: ReadonlyArray<AppendResult>) => {
     inputs.forEach((input, i) => {
       const k = bySubject.get(input.subject)
-      const revision = lease.get(input.subject)
-      if (k !== undefined && revision !== undefined) tips.set(k, { seq: written[i]!.seq, lease: revision })
+      const hold = holds.get(input.subject)
+      if (k !== undefined && hold !== undefined) tips.set(k, { seq: written[i]!.seq, lease: hold.revision })
     })
   }
 

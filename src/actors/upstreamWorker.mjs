@@ -12,8 +12,8 @@ import { Pool } from "undici"
 const port = parentPort
 if (port === null) throw new Error("upstreamWorker.mjs runs as a worker thread")
 
-// undici's dispatch, not node:http: B2s's calls to the minimal stub cost 17.5-19 µs of CPU each against
-// node:http's 25.5-28.6 (a scratch client of 64 in flight, 40,000 calls, three rounds).
+// undici's dispatch with a handler, not node:http: a call costs about a third less CPU (no request object,
+// stream or promise per call; docs/performance.md).
 /** @type {Map<number, { pool: Pool, path: string, headers: Array<string> }>} */
 const targets = new Map()
 /** The calls not yet answered or aborted, with the abort of their request once it is sent. */
