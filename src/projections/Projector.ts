@@ -136,6 +136,11 @@ export const makeApplier = (
     `INSERT INTO offsets (name, seq, resume_seq) VALUES (?, ?, ?)
      ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, resume_seq = excluded.resume_seq`,
   )
+  const readPartial = db.prepare<[], { seq: number; event: number }>(`SELECT seq, event FROM partial_window WHERE id = 0`)
+  const setPartial = db.prepare<[number, number]>(
+    `INSERT INTO partial_window (id, seq, event) VALUES (0, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, event = excluded.event`,
+  )
+  const clearPartial = db.prepare(`DELETE FROM partial_window`)
   // A row event does what the batch's standing at its place in the log lets it, and moves the batch's
   // counters only if it moved the row.
   const applyRowEvent = (event: RowEvent, kind: string, at: FeedPosition) => {
@@ -223,14 +228,19 @@ export const makeApplier = (
     const skipped: Array<number> = []
     // Reading resumes before a multi-part message's first part, so messages already applied come again.
     const applied = (readApplied.get() as { seq: number | null }).seq ?? 0
+    // A lane window applied in part by an earlier transaction goes on from the event it stopped before: an
+    // event applied twice is not harmless (a row's later event may have moved it into the phase an earlier
+    // one applies from).
+    const partial = readPartial.get()
     const first = from?.message ?? 0
     let through = first - 1
     let stop: Resume | undefined
     for (let i = first; i < messages.length; i++) {
       const message = messages[i]!
       if (message.seq > applied) {
+        const resume = i === first && from !== undefined ? from : message.seq === partial?.seq ? { message: i, event: partial.event } : undefined
         try {
-          const outcome = applyOne(message, i === first ? from : undefined, enough)
+          const outcome = applyOne(message, resume, enough)
           if (outcome === false) skipped.push(message.seq)
           else if (outcome !== true) {
             stop = { ...outcome, message: i }
@@ -247,9 +257,10 @@ export const makeApplier = (
         break
       }
     }
-    // A window applied in part leaves the offset before it: applied again in whole after a crash, the
-    // events this transaction applied change nothing the second time (each applies only from its phase).
+    // A window applied in part leaves the offset before it, and `partial_window` the event it goes on from.
     const last = messages[through]
+    if (stop?.window !== undefined) setPartial.run(messages[stop.message]!.seq, stop.event)
+    else if (partial !== undefined && last !== undefined && last.seq >= partial.seq) clearPartial.run()
     if (last !== undefined && last.seq > applied) {
       for (const name of projectionNames) setOffset.run(name, last.seq, last.resumeSeq ?? last.seq + 1)
       files.movedTo(last.time)

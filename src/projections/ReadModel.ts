@@ -10,6 +10,7 @@ import { lifecycleSeqTable } from "./lifecycleSeq.js"
 
 const schema = `
 CREATE TABLE IF NOT EXISTS offsets (name TEXT PRIMARY KEY, seq INTEGER NOT NULL, resume_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS partial_window (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL, event INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS batches (
   id TEXT PRIMARY KEY,
   account_id TEXT NOT NULL,
