@@ -437,6 +437,34 @@ describe.each([sqlite, jetStream])("EventLog contract: $name", (backend) => {
       }),
     ))
 
+  it("leaves a follower behind a purge of other subjects reading every message it had not yet read", () =>
+    run(
+      Effect.gen(function* () {
+        const { log } = yield* backend.open()
+        // More than a consumer pulls at once, so that most are still on the server when the purge comes
+        // (nats-server 2.9.10 moved every consumer past the purge's last message: #3838).
+        const kept = Array.from({ length: 300 }, (_, i) => [`batch.a.e${i}`, String(i)] as const)
+        yield* appendTexts(log, kept.slice(0, 150))
+        yield* appendTexts(log, [["batch.b.created", "gone"]])
+        yield* appendTexts(log, kept.slice(150))
+        const release = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<void>()
+        const follower = yield* log.follow(">", 1).pipe(
+          Stream.tap((m) => (m.seq === 1 ? Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(release)) : Effect.void)),
+          Stream.takeUntil((m) => m.subject === "batch.b.batch_purged"),
+          collect,
+          Effect.fork,
+        )
+        yield* Deferred.await(started)
+        expect(yield* log.purge("batch.b.>")).toBe(1)
+        yield* appendTexts(log, [["batch.b.batch_purged", "tombstone"]])
+        yield* Deferred.succeed(release, undefined)
+        const read = yield* Fiber.join(follower).pipe(Effect.timeout("20 seconds"))
+        // The purged message itself may have been read before the purge (the embedded log reads ahead).
+        expect(read.map((m) => text(m.data)).filter((body) => body !== "gone")).toEqual([...kept.map(([, body]) => body), "tombstone"])
+      }),
+    ))
+
   it("purges only the messages matching the filter", () =>
     run(
       Effect.gen(function* () {

@@ -51,6 +51,16 @@ const PULL_MAX_MESSAGES = 64
 const IDLE_HEARTBEAT_MS = 3_000
 const PULL_EXPIRES_MS = 6_000
 
+/**
+ * The first release whose filtered purge leaves the consumers it does not cover where they are (nats-server
+ * #3838). Before it, a purge of one subject moved every consumer of the stream past its last message: a
+ * follower that had not yet read the messages before the purge never got them (a projector lost the
+ * tombstone of one batch when another was purged just after). On those the log deletes message by message.
+ */
+const FIRST_SERVER_WITH_SAFE_PURGE = "2.10.0"
+/** How many message deletions are in flight at once, on a server whose purge cannot be used. */
+const DELETES_IN_FLIGHT = 64
+
 const unavailable = (message: string) => (cause: unknown) =>
   new LogUnavailable({ message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, cause })
 
@@ -287,6 +297,54 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
           }),
       )
 
+    const safePurge = releaseAtLeast(nc.info?.version ?? "0.0.0", FIRST_SERVER_WITH_SAFE_PURGE)
+    /** The seqs of the messages on `filter`, up to its last one when asked, read without their data. */
+    const seqsOn = async (filter: string): Promise<Array<number>> => {
+      const seqs: Array<number> = []
+      let last = await lastSeqOn(jsm, stream, filter)
+      if (last === 0) return seqs
+      const consumer = await js.consumers.get(stream, { filter_subjects: filter, opt_start_seq: 1, headers_only: true })
+      try {
+        let seen = 0
+        while (seen < last) {
+          const messages = await consumer.fetch({ max_messages: 1_000, expires: PULL_EXPIRES_MS })
+          let got = 0
+          for await (const m of messages) {
+            got++
+            seen = m.seq
+            if (m.seq <= last) seqs.push(m.seq)
+            if (m.seq >= last) break
+          }
+          // Only another purge takes the last message away meanwhile: what is left after the ones seen?
+          if (got === 0 && (last = await lastSeqOn(jsm, stream, filter)) <= seen) break
+        }
+      } finally {
+        void consumer.delete().catch(() => undefined)
+      }
+      return seqs
+    }
+    /** A purge as deletions of each message: they leave every consumer where it is. */
+    const deleteEach = async (filter: string): Promise<number> => {
+      const seqs = await seqsOn(filter)
+      let deleted = 0
+      for (let i = 0; i < seqs.length; i += DELETES_IN_FLIGHT) {
+        const done = await Promise.all(
+          seqs.slice(i, i + DELETES_IN_FLIGHT).map((seq) =>
+            jsm.streams.deleteMessage(stream, seq, false).then(
+              () => 1,
+              // Gone already: another purge of the same subjects got there first.
+              (e: unknown) => {
+                if (e instanceof JetStreamApiError && e.code === JetStreamApiCodes.NoMessageFound) return 0
+                throw e
+              },
+            ),
+          ),
+        )
+        for (const d of done) deleted += d
+      }
+      return deleted
+    }
+
     const raw: RawEventLog = {
       maxPayload,
       append: (messages) =>
@@ -403,7 +461,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
       probe: Effect.asVoid(streamInfo),
       purge: (filter) =>
         Effect.tryPromise({
-          try: () => jsm.streams.purge(stream, { filter }).then((r) => r.purged),
+          try: () => (safePurge ? jsm.streams.purge(stream, { filter }).then((r) => r.purged) : deleteEach(filter)),
           catch: unavailable("purge failed"),
         }),
     }
