@@ -33,6 +33,8 @@ describe("a read model in an older layout", () => {
       INSERT INTO offsets VALUES ('batches', 40, 41), ('results', 40, 41), ('accounts', 40, 41);
       INSERT INTO results (batch_id, idx, custom_id, model, status) VALUES ('batch_1', 0, 'a', 'm', 'queued');
       INSERT INTO inputs VALUES ('batch_1', 0, '{}');
+      CREATE TABLE partial_window (id INTEGER PRIMARY KEY CHECK (id = 0), seq INTEGER NOT NULL, event INTEGER NOT NULL);
+      INSERT INTO partial_window VALUES (0, 41, 3);
     `)
     old.close()
 
@@ -41,6 +43,8 @@ describe("a read model in an older layout", () => {
       expect(tables(db)).toContain("row_chunks")
       expect(db.prepare(`SELECT count(*) FROM results`).pluck().get()).toBe(0)
       expect(resumeOffset(db)).toBe(1)
+      // Nor does it go on inside a window it had applied in part: it applies every window whole again.
+      expect(db.prepare(`SELECT count(*) FROM partial_window`).pluck().get()).toBe(0)
       expect(db.pragma("user_version", { simple: true })).toBe(7)
       db.prepare(`INSERT INTO offsets VALUES ('batches', 7, 8)`).run()
     })

@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS usage (
 // 7: batches count their rows asleep until a retry (`retrying`) and know when a row last moved (`moved_ms`), results
 //    when a sleeping row's retry is due (`retry_at`): what `waiting_on` is told by.
 const SCHEMA_VERSION = 7
-const OLDER_TABLES = ["offsets", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses", "completion_events"]
+const OLDER_TABLES = ["offsets", "partial_window", "batches", "results", "inputs", "row_chunks", "tombstones", "accounts", "api_keys", "usage", "responses", "completion_events"]
 
 /** A read model in an older layout is emptied: with its offsets gone, the projections rebuild it from the log. */
 const migrate = (db: Database.Database) => {
