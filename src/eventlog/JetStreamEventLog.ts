@@ -297,7 +297,7 @@ export const makeRaw = (options: JetStreamEventLogOptions) =>
           }),
       )
 
-    const safePurge = releaseAtLeast(nc.info?.version ?? "0.0.0", FIRST_SERVER_WITH_SAFE_PURGE)
+    const safePurge = releaseAtLeast(info.version, FIRST_SERVER_WITH_SAFE_PURGE)
     /** The seqs of the messages on `filter`, up to its last one when asked, read without their data. */
     const seqsOn = async (filter: string): Promise<Array<number>> => {
       const seqs: Array<number> = []
