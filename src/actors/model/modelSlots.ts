@@ -40,8 +40,10 @@ export const makeModelSlots = (model: ModelEntry, load: ModelLoadShape, admissio
       return rate.perMs
     }
     const held = heldCalls(model.batchConcurrency)
-    // Rows between take and settled: twice the slots, as a row being settled has freed its slot for another.
-    const mostBusy = 2 * model.batchConcurrency + held
+    // Rows between take and settled: the slots' calls and three times as many waiting for their settles to
+    // be stored. With twice the slots, on NATS the slots stood empty in about one moment in eight, every
+    // row taken waiting for the log (bench:probe threads --nats, busy and calling sampled every 50 ms).
+    const mostBusy = 4 * model.batchConcurrency + held
     let calling = 0
     let busy = 0
     let taking = true
