@@ -36,3 +36,58 @@ export const sharedNextRun = <A, E>(run: Effect.Effect<A, E>): Effect.Effect<A, 
     return Deferred.await(joined)
   })
 }
+
+/**
+ * `sharedNextRun` for plain code, whose callers run no fiber (the HTTP fronts' reads, where a fiber, its
+ * fork and its timeout each read cost more than the read itself): the same sharing, the next run begun
+ * in a microtask so that the callers of one turn of the loop share it.
+ */
+export const sharedNextCall = <A>(run: () => Promise<A>): (() => Promise<A>) => {
+  let running = false
+  let waiting: PromiseWithResolvers<A> | undefined
+
+  const startNext = (): void => {
+    const joined = waiting
+    if (joined === undefined) {
+      running = false
+      return
+    }
+    waiting = undefined
+    let answer: Promise<A>
+    try {
+      answer = run()
+    } catch (error) {
+      answer = Promise.reject(error)
+    }
+    answer.then(joined.resolve, joined.reject).then(startNext)
+  }
+
+  return () => {
+    let joined = waiting
+    if (joined === undefined) {
+      joined = waiting = withResolvers<A>()
+      if (!running) {
+        running = true
+        queueMicrotask(startNext)
+      }
+    }
+    return joined.promise
+  }
+}
+
+interface PromiseWithResolvers<A> {
+  readonly promise: Promise<A>
+  readonly resolve: (value: A) => void
+  readonly reject: (reason: unknown) => void
+}
+
+// Promise.withResolvers is Node 22's.
+const withResolvers = <A>(): PromiseWithResolvers<A> => {
+  let resolve!: (value: A) => void
+  let reject!: (reason: unknown) => void
+  const promise = new Promise<A>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}

@@ -1,7 +1,7 @@
 import { Effect, Fiber, TestClock, TestContext } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { sharedNextRun } from "../../src/eventlog/sharedNextRun.js"
+import { sharedNextCall, sharedNextRun } from "../../src/eventlog/sharedNextRun.js"
 
 /**
  * Callers arrive at drawn instants; each run lasts a drawn time and answers its own number. A caller
@@ -78,5 +78,76 @@ describe("sharedNextRun", () => {
     expect(seen.joined.map((e) => e._tag)).toEqual(["Left", "Left"])
     expect(seen.later).toBe(3)
     expect(seen.calls).toBe(3)
+  })
+})
+
+/**
+ * The plain-promise form (the HTTP fronts'): steps of callers arriving together in one turn of the loop,
+ * the run under way answering (or failing) or not, then the loop's microtasks run. Each caller must get
+ * the outcome of the first run that started after it arrived, runs never overlap, and there are never
+ * more runs than turns that had callers.
+ */
+describe("sharedNextCall", () => {
+  const settle = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+  it("answers each caller from a run that started after it arrived, one run at a time", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ callers: fc.integer({ min: 0, max: 3 }), end: fc.constantFrom("none", "answer", "fail") }), { minLength: 1, maxLength: 30 }),
+        async (steps) => {
+          let started = 0
+          let running = 0
+          let overlapped = false
+          const pending: Array<{ readonly n: number; readonly resolve: (n: number) => void; readonly reject: (n: number) => void }> = []
+          const shared = sharedNextCall(
+            () =>
+              new Promise<number>((resolve, reject) => {
+                const n = ++started
+                running++
+                if (running > 1) overlapped = true
+                pending.push({ n, resolve, reject })
+              }),
+          )
+          const end = (how: "answer" | "fail") => {
+            const run = pending.shift()
+            if (run === undefined) return
+            running--
+            if (how === "answer") run.resolve(run.n)
+            else run.reject(run.n)
+          }
+          const seen: Array<Promise<{ readonly before: number; readonly outcome: number }>> = []
+          let turnsWithCallers = 0
+          for (const step of steps) {
+            if (step.callers > 0) turnsWithCallers++
+            for (let i = 0; i < step.callers; i++) {
+              const before = started
+              seen.push(shared().then((n) => ({ before, outcome: n }), (n: number) => ({ before, outcome: n })))
+            }
+            if (step.end !== "none") end(step.end)
+            await settle()
+          }
+          while (pending.length > 0) {
+            end("answer")
+            await settle()
+          }
+          expect(overlapped).toBe(false)
+          for (const { before, outcome } of await Promise.all(seen)) expect(outcome).toBe(before + 1)
+          expect(started).toBeLessThanOrEqual(turnsWithCallers)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it("passes a run that throws as it starts to its callers, and runs again for the next", async () => {
+    let calls = 0
+    const shared = sharedNextCall(() => {
+      calls++
+      if (calls === 1) throw new Error("away")
+      return Promise.resolve(calls)
+    })
+    const first = await Promise.allSettled([shared(), shared()])
+    expect(first.map((r) => r.status)).toEqual(["rejected", "rejected"])
+    expect(await shared()).toBe(2)
   })
 })

@@ -1,10 +1,9 @@
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import type Database from "better-sqlite3"
-import { Duration, Effect, Option } from "effect"
 import { writtenByCalls } from "../../domain/batch/subjects.js"
 import { lastSeqOn, natsServers, SLUICE_STREAM } from "../../eventlog/JetStreamEventLog.js"
-import { sharedNextRun } from "../../eventlog/sharedNextRun.js"
+import { sharedNextCall } from "../../eventlog/sharedNextRun.js"
 
 /** How long the front's connection waits to connect and a request for its answer. */
 const ASK_TIMEOUT_MS = 2_000
@@ -13,7 +12,7 @@ const ASK_TIMEOUT_MS = 2_000
  * longer than the ask takes under full load (p99 about 50 ms on two cores), short enough that a log
  * electing a leader or healing does not add its wait to the dispatch process's own.
  */
-const READ_WAIT = Duration.millis(250)
+const READ_WAIT_MS = 250
 
 export interface FrontFreshness {
   /**
@@ -46,17 +45,24 @@ export const makeFrontFreshness = async (
   })
   const jsm = await jetstreamManager(nc, { timeout: ASK_TIMEOUT_MS })
   // Hundreds of reads at once ask the log once or twice, not once each.
-  const written = sharedNextRun(
-    Effect.tryPromise(() => lastSeqOn(jsm, stream, writtenByCalls)),
-  )
+  const written = sharedNextCall(() => lastSeqOn(jsm, stream, writtenByCalls))
   const applied = db.prepare<[], number | null>(`SELECT min(seq) FROM offsets`).pluck()
   return {
+    // Plain promises and a timer: a fiber for the ask and another for its timeout cost the front about 0.4 ms
+    // of CPU a read, a third of all it spent on one.
     caughtUp: () =>
-      Effect.runPromise(
-        Effect.match(Effect.timeoutOption(written, READ_WAIT), {
-          onFailure: () => false,
-          onSuccess: (seq) => Option.isSome(seq) && (applied.get() ?? 0) >= seq.value,
-        }),
-      ),
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), READ_WAIT_MS)
+        written().then(
+          (seq) => {
+            clearTimeout(timer)
+            resolve((applied.get() ?? 0) >= seq)
+          },
+          () => {
+            clearTimeout(timer)
+            resolve(false)
+          },
+        )
+      }),
   }
 }
