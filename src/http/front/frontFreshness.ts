@@ -51,12 +51,18 @@ export const makeFrontFreshness = async (
     // Plain promises and a timer: a fiber for the ask and another for its timeout cost the front about 0.4 ms
     // of CPU a read, a third of all it spent on one.
     caughtUp: () =>
-      new Promise<boolean>((resolve) => {
+      new Promise<boolean>((resolve, reject) => {
         const timer = setTimeout(() => resolve(false), READ_WAIT_MS)
         written().then(
           (seq) => {
             clearTimeout(timer)
-            resolve((applied.get() ?? 0) >= seq)
+            // A read model that cannot be read (a file replaced under it) fails the read, which the
+            // dispatch process then answers (frontMain.ts), rather than leaving a rejection nobody handles.
+            try {
+              resolve((applied.get() ?? 0) >= seq)
+            } catch (error) {
+              reject(error)
+            }
           },
           () => {
             clearTimeout(timer)
