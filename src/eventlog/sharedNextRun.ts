@@ -44,7 +44,7 @@ export const sharedNextRun = <A, E>(run: Effect.Effect<A, E>): Effect.Effect<A, 
  */
 export const sharedNextCall = <A>(run: () => Promise<A>): (() => Promise<A>) => {
   let running = false
-  let waiting: PromiseWithResolvers<A> | undefined
+  let waiting: Resolvers<A> | undefined
 
   const startNext = (): void => {
     const joined = waiting
@@ -53,13 +53,8 @@ export const sharedNextCall = <A>(run: () => Promise<A>): (() => Promise<A>) => 
       return
     }
     waiting = undefined
-    let answer: Promise<A>
-    try {
-      answer = run()
-    } catch (error) {
-      answer = Promise.reject(error)
-    }
-    answer.then(joined.resolve, joined.reject).then(startNext)
+    // A run that throws as it starts fails its callers like one that rejects.
+    new Promise<A>((resolve) => resolve(run())).then(joined.resolve, joined.reject).then(startNext)
   }
 
   return () => {
@@ -75,14 +70,14 @@ export const sharedNextCall = <A>(run: () => Promise<A>): (() => Promise<A>) => 
   }
 }
 
-interface PromiseWithResolvers<A> {
+interface Resolvers<A> {
   readonly promise: Promise<A>
   readonly resolve: (value: A) => void
   readonly reject: (reason: unknown) => void
 }
 
 // Promise.withResolvers is Node 22's.
-const withResolvers = <A>(): PromiseWithResolvers<A> => {
+const withResolvers = <A>(): Resolvers<A> => {
   let resolve!: (value: A) => void
   let reject!: (reason: unknown) => void
   const promise = new Promise<A>((res, rej) => {

@@ -1,4 +1,4 @@
-import { jetstreamManager } from "@nats-io/jetstream"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -26,7 +26,7 @@ describe("a front's freshness", () => {
     await nats?.stop()
   })
 
-  const publish = async (subject: string) => (await (await import("@nats-io/jetstream")).jetstream(nc).publish(subject, "{}")).seq
+  const publish = async (subject: string) => (await jetstream(nc).publish(subject, "{}")).seq
 
   it("says caught up only once the read model has applied the last call's write, and fails a read model it cannot read", async () => {
     const db = new Database(":memory:")
