@@ -7,13 +7,15 @@
  *   own times to show where a slot's time goes: the span from a row's start to its settle, the appends'
  *   latency, and the utilization between the first start and the last settle.
  * - `reads`: a completed 20,000-row batch, then 3,000 reads of each kind B12's readers make (the batch, a
- *   results page of 100 walking its pages, the list of 20), 32 in flight; prints Sluice's CPU time per read.
+ *   results page of 100 walking its pages, the list of 20), 32 in flight; prints Sluice's CPU time per read, and
+ *   the dispatch process's main thread's share of it (the fronts answer these reads).
  * - `deep`: one 20,000-row batch alone, then 20 batches of 10,000 rows sharing the 64 slots (B13's shape,
  *   smaller); prints Sluice's CPU time per completed row for each, which B13's ratio follows on a busy core.
  * - `threads`: batches of 20,000 rows against the minimal stub upstream (B2s's), after two to warm; prints
  *   each of the Sluice process's threads' and fronts' CPU time a row (from /proc/<pid>/task/<tid>/stat; the
  *   main thread is the dispatch thread), and its event loop's delay apart for each create (request to
- *   answer) and each run (answer to `completed`).
+ *   answer) and each run (answer to `completed`, polled every --poll ms, 25 by default, as B2s does), and the
+ *   write calls and bytes the dispatch process made a row (from /proc/<pid>/io).
  * Add node flags for the Sluice process with BENCH_SLUICE_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=DIR).
  */
 import Database from "better-sqlite3"
@@ -34,12 +36,12 @@ const SLOTS = 64
 const LATENCY_MS = 50
 
 const { values, positionals } = parseArgs({
-  options: { nats: { type: "boolean", default: false }, batches: { type: "string", default: "5" }, windows: { type: "string", default: "3" } },
+  options: { nats: { type: "boolean", default: false }, batches: { type: "string", default: "5" }, poll: { type: "string", default: "25" }, windows: { type: "string", default: "3" } },
   allowPositionals: true,
 })
 const which = positionals[0]
 if (which !== "cpu" && which !== "slots" && which !== "reads" && which !== "deep" && which !== "threads") {
-  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats] | deep [--nats] | threads [--nats] [--batches N]")
+  console.error("usage: npm run bench:probe -- cpu [--nats] [--batches N] | slots | reads [--nats] | deep [--nats] | threads [--nats] [--batches N] [--poll MS]")
   process.exit(2)
 }
 
@@ -105,11 +107,12 @@ const threads = async () => {
   for (let i = 0; i < 2; i++) await api.waitFinal((await api.create(body)).id, 25)
   const batches = Number(values.batches)
   const before = threadCpuMs(sluice.pid)
+  const written0 = writes(sluice.pid)
   for (let i = 0; i < batches; i++) {
     await scrapeLoopDelay(sluice.url)
     const created = await api.create(body)
     const create = await scrapeLoopDelay(sluice.url)
-    const done = await api.waitFinal(created.id, 25)
+    const done = await api.waitFinal(created.id, Number(values.poll))
     const run = await scrapeLoopDelay(sluice.url)
     console.log(
       `batch ${i + 1}: ${(ROWS / ((done.at - created.acceptedAt) / 1000)).toFixed(0)} rows/s; loop delay p99 / max, the create ` +
@@ -117,6 +120,8 @@ const threads = async () => {
     )
   }
   const after = threadCpuMs(sluice.pid)
+  const written = writes(sluice.pid)
+  console.log(`the dispatch process's writes: ${((written.calls - written0.calls) / (ROWS * batches)).toFixed(2)} calls and ${((written.bytes - written0.bytes) / (ROWS * batches)).toFixed(0)} bytes a row`)
   const perRow = [...after].map(([name, ms]) => [name, ((ms - (before.get(name) ?? 0)) * 1000) / (ROWS * batches)] as const)
   for (const [name, us] of perRow.filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1])) console.log(`${name}: ${us.toFixed(1)} µs of CPU a row`)
   console.log(`in all: ${perRow.reduce((sum, [, us]) => sum + us, 0).toFixed(1)} µs of CPU a row`)
@@ -239,6 +244,7 @@ const reads = async () => {
     for (let round = 0; round < 2; round++) {
       // The first round warms the JIT; the second is measured.
       const before = cpuMs(sluice.pid)
+      const mainBefore = threadCpuMs(sluice.pid).get("main thread") ?? 0
       const t0 = performance.now()
       let left = READS
       await Promise.all(
@@ -254,9 +260,12 @@ const reads = async () => {
         }),
       )
       const used = cpuMs(sluice.pid) - before
+      const mainUsed = (threadCpuMs(sluice.pid).get("main thread") ?? 0) - mainBefore
       if (round === 1) {
         const seconds = (performance.now() - t0) / 1000
-        console.log(`${kind}: ${((used * 1000) / READS).toFixed(0)} µs of CPU a read, ${(READS / seconds).toFixed(0)} reads/s`)
+        console.log(
+          `${kind}: ${((used * 1000) / READS).toFixed(0)} µs of CPU a read (the dispatch process's main thread ${((mainUsed * 1000) / READS).toFixed(0)}), ${(READS / seconds).toFixed(0)} reads/s`,
+        )
       }
     }
   }
