@@ -160,7 +160,8 @@ export const startSluice = async (options: {
   Object.assign(env, options.env)
   if (options.withoutChain === true) env.SLUICE_BENCH_WITHOUT_CHAIN = "1"
   const nodeArgs = (process.env.BENCH_SLUICE_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
-  const started = spawnNode([...nodeArgs, "bin/server.mjs"], env)
+  // Another build's server (an older commit's worktree, built) measured by this bench: BENCH_SLUICE_SERVER=<its bin/server.mjs>.
+  const started = spawnNode([...nodeArgs, process.env.BENCH_SLUICE_SERVER ?? "bin/server.mjs"], env)
   const kill = onCleanup(() => stopProcess(started.child))
   const url = `http://127.0.0.1:${port}`
   await waitUntilOk(`${url}/openapi.json`, started, "sluice")
