@@ -9,7 +9,7 @@ import { chatRow, client } from "./support/client.js"
 import { type NatsCluster, startNatsCluster } from "./support/natsCluster.js"
 import { freePort } from "./support/ports.js"
 import { type Sluice, startSluice } from "./support/sluice.js"
-import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { storedEvents, settlesWithoutStart, terminalsPerRow } from "./support/storedEvents.js"
 import { waitFor } from "./support/waitFor.js"
 
 /*
@@ -127,6 +127,7 @@ describe("Sluice on a three-node NATS cluster with SLUICE_NATS_REPLICAS=3", () =
 
     const log = await storedEvents({ dataDir: sluice.dataDir, natsUrl: cluster.url }, id)
     expect(terminalsPerRow(log, TOTAL)).toEqual(Array.from({ length: TOTAL }, () => 1))
+    expect(settlesWithoutStart(log)).toEqual([])
     expect(log.filter((e) => e.type === "row_completed")).toHaveLength(TOTAL)
     expect(log.filter((e) => e.type === "batch_completed")).toHaveLength(1)
     // Through the restarted node alone, a client reads the same history.

@@ -3,7 +3,7 @@ import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsCluster, startNatsCluster } from "./support/natsCluster.js"
 import { type CatalogEntry, type Sluice, startSluice } from "./support/sluice.js"
-import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { storedEvents, settlesWithoutStart, terminalsPerRow } from "./support/storedEvents.js"
 import { waitFor } from "./support/waitFor.js"
 
 /*
@@ -182,6 +182,7 @@ describe("three instances on a three-node NATS cluster", () => {
       const log = await logOf(batch.id)
       // No result written twice, none lost.
       expect(terminalsPerRow(log, batch.total)).toEqual(Array.from({ length: batch.total }, () => 1))
+      expect(settlesWithoutStart(log)).toEqual([])
       const starts = new Map<number, number>()
       for (const e of log) if (e.type === "row_started") starts.set(e.row!, (starts.get(e.row!) ?? 0) + 1)
       expect(Math.max(...starts.values())).toBeLessThanOrEqual(8)

@@ -4,7 +4,7 @@ import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { type Sluice, startSluice, type TestClockControls } from "./support/sluice.js"
-import { storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { storedEvents, settlesWithoutStart, terminalsPerRow } from "./support/storedEvents.js"
 import { waitFor } from "./support/waitFor.js"
 
 /*
@@ -88,6 +88,7 @@ describe("a hung event log", () => {
     await sluice.stop()
     const log = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats.url }, id)
     expect(terminalsPerRow(log, 2)).toEqual([1, 1])
+    expect(settlesWithoutStart(log)).toEqual([])
   })
   it("a log hung for longer than the lease: the owner loses the model, takes it back once the log answers, and every row settles once", async () => {
     const { api, id } = await startWith(2_000, [
@@ -114,5 +115,6 @@ describe("a hung event log", () => {
     await sluice.stop()
     const log = await storedEvents({ dataDir: sluice.dataDir, natsUrl: nats.url }, id)
     expect(terminalsPerRow(log, 3)).toEqual([1, 1, 1])
+    expect(settlesWithoutStart(log)).toEqual([])
   })
 })

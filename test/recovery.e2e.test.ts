@@ -5,7 +5,7 @@ import { type Simulator, startSimulator } from "../src/sim/Simulator.js"
 import { chatRow, client } from "./support/client.js"
 import { type NatsServer, startNatsServer } from "./support/natsServer.js"
 import { BOOTSTRAP_KEY, type CatalogEntry, type Sluice, startSluice } from "./support/sluice.js"
-import { type StoredEvent, storedEvents, terminalsPerRow } from "./support/storedEvents.js"
+import { type StoredEvent, storedEvents, settlesWithoutStart, terminalsPerRow } from "./support/storedEvents.js"
 import { waitFor } from "./support/waitFor.js"
 
 /*
@@ -86,6 +86,7 @@ describe.each(["embedded", "nats"] as const)("recovery on the %s event log", (ba
   }
   const expectOneCompletionEventPerRow = (log: ReadonlyArray<StoredEvent>, total: number) => {
     expect(terminalsPerRow(log, total)).toEqual(Array.from({ length: total }, () => 1))
+    expect(settlesWithoutStart(log)).toEqual([])
     expect(log.filter((e) => e.type === "row_completed")).toHaveLength(total)
   }
 
@@ -220,6 +221,7 @@ describe.each(["embedded", "nats"] as const)("recovery on the %s event log", (ba
     expect(interrupted).toHaveLength(3)
     // The interrupted rows end with one row_cancelled each; the idle ones were settled by batch_cancelling.
     expect(terminalsPerRow(log, 10)).toEqual(Array.from({ length: 10 }, (_, row) => (interrupted.includes(row) ? 1 : 0)))
+    expect(settlesWithoutStart(log)).toEqual([])
     expect(log.filter((e) => e.type === "row_cancelled")).toHaveLength(3)
     expect(log.filter((e) => e.type === "batch_cancelled")).toHaveLength(1)
   })
