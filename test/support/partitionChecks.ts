@@ -180,9 +180,7 @@ export const checkAfterHeal = async (
     rowsStartedAgain += starts.filter((n) => n > 1).length
     const notOnce = terminals.flatMap((n, row) => (n === 1 ? [] : [`row ${row}: ${n}`]))
     expect.soft(notOnce, `${b.label} ${b.id}: rows whose settle the log holds other than once`).toEqual([])
-    const orphans = settlesWithoutStart(
-      windows.filter((w) => w.batchId === b.id).flatMap((w) => w.events.map((e) => ({ seq: w.seq, subject: `batch.${b.id}.lane`, type: e.type, row: e.row, attempt: e.attempt }))),
-    )
+    const orphans = settlesWithoutStart(windows.filter((w) => w.batchId === b.id).flatMap((w) => w.events.map((e) => ({ ...e, seq: w.seq }))))
     expect.soft(orphans, `${b.label} ${b.id}: settles the log holds before their start`).toEqual([])
     const finalEvents = (lifecycle.get(b.id) ?? []).filter((t) => ["batch_completed", "batch_failed", "batch_expired", "batch_cancelled"].includes(t))
     expect.soft(finalEvents, `${b.label} ${b.id}: final events in the log`).toEqual(["batch_completed"])

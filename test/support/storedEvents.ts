@@ -187,17 +187,17 @@ export const terminalsPerRow = (events: ReadonlyArray<StoredEvent>, total: numbe
 }
 
 /**
- * The row events that settle an attempt (a terminal event, or a retry) the log holds no start of before
- * them, described: there should be none, whatever crashed, failed over or was cut off. A model's actor
- * decides a settle once its start is stored, and a new owner's claim settles only the attempts the log
- * shows started.
+ * The row events of one batch that settle an attempt (a terminal event, or a retry) the log holds no
+ * start of before them, described: there should be none, whatever crashed, failed over or was cut off.
+ * A model's actor decides a settle once its start is stored, and a new owner's claim settles only the
+ * attempts the log shows started.
  */
-export const settlesWithoutStart = (events: ReadonlyArray<StoredEvent>): Array<string> => {
+export const settlesWithoutStart = (events: ReadonlyArray<Pick<StoredEvent, "seq" | "type" | "row" | "attempt">>): Array<string> => {
   const started = new Set<string>()
   const orphans: Array<string> = []
   for (const e of [...events].sort((a, b) => a.seq - b.seq)) {
     if (e.row === undefined || e.attempt === undefined) continue
-    const key = `${e.subject.split(".")[1]}:${e.row}:${e.attempt}`
+    const key = `${e.row}:${e.attempt}`
     if (e.type === "row_started") started.add(key)
     else if ((terminalRowTypes.has(e.type) || e.type === "row_retrying") && !started.has(key)) orphans.push(`${e.type} of row ${e.row}, attempt ${e.attempt}, at seq ${e.seq}`)
   }
