@@ -8,7 +8,7 @@ type Served = FrontServed["reads"][number]
  * metrics: a message each turn of this loop, under many readers, cost that process's loop 3 to 27 µs a
  * read (the message's parse and its wake), for figures a scrape reads every few seconds.
  */
-export const SERVED_EVERY_MS = 100
+const SERVED_EVERY_MS = 100
 
 /**
  * The front's side of the IPC channel to the dispatch process: the asks of one turn of this loop go in
