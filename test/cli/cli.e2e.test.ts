@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -251,13 +251,31 @@ describe("the sluice CLI against a real server", () => {
   })
 
   it("on a terminal, wait draws a progress bar with counts, rate and ETA", async () => {
-    // Three rounds of the model's 8 slots: polls find it running, with a rate measured between them.
-    const rows = Array.from({ length: 20 }, (_, i) => ({ content: `p ${i} ${simDirective.latency(800)}` }))
-    const id = (await cli("batch", "submit", "--input-file", file("tty.jsonl", jsonl(rows)), "--model", model)).stdout.trim()
+    // The batch runs one row at a time until the bar has shown it running with a rate, then all at once: a
+    // CLI slow to start on a busy machine still finds it running, and the test waits for no clock.
+    const account = `tty-${Math.random().toString(36).slice(2, 8)}`
+    expect((await api().admin("POST", "/admin/v1/accounts", { id: account, tier: "internal", concurrency: 1 })).status).toBe(200)
+    const key = (await api().admin("POST", `/admin/v1/accounts/${account}/keys`, {})).body.key as string
+    const asAccount = { ...env, SLUICE_API_KEY: key }
+    const rows = Array.from({ length: 20 }, (_, i) => ({ content: `p ${i} ${simDirective.latency(500)}` }))
+    const id = (await runCli(["batch", "submit", "--input-file", file("tty.jsonl", jsonl(rows)), "--model", model], asAccount, dir)).stdout.trim()
     // script(1) gives the command a pseudo-terminal, as an interactive shell would.
     const command = `${SLUICE_BIN} batch wait --batch-id ${id} --poll-interval 0.05`
-    const output = execFileSync("script", ["-qefc", command, "/dev/null"], { env: { ...process.env, ...env }, encoding: "utf8" })
-    expect(output).toMatch(/\r\x1b\[2K\[#*-*\] \d+\/20 done, 0 failed, [\d.]+ rows\/s, ETA \S+ \(in_progress\)/)
+    const waiting = spawn("script", ["-qefc", command, "/dev/null"], { env: { ...process.env, ...asAccount }, stdio: ["ignore", "pipe", "inherit"] })
+    let output = ""
+    const running = /\r\x1b\[2K\[#*-*\] \d+\/20 done, 0 failed, [\d.]+ rows\/s, ETA \S+ \(in_progress\)/
+    const released = new Promise<void>((resolve) => {
+      waiting.stdout.on("data", (chunk: Buffer) => {
+        output += chunk.toString("utf8")
+        if (running.test(output)) resolve()
+      })
+      waiting.on("exit", () => resolve())
+    })
+    const exited = new Promise<number | null>((resolve) => waiting.on("exit", resolve))
+    await released
+    expect((await api().admin("PATCH", `/admin/v1/accounts/${account}`, { concurrency: 20 })).status).toBe(200)
+    expect(await exited).toBe(0)
+    expect(output).toMatch(running)
     expect(output).toMatch(/\r\x1b\[2K\[#{24}\] 20\/20 done, 0 failed, [\d.]+ rows\/s \(completed\)/)
     expect(output).toContain(`${id} completed: 20/20 done, 0 failed`)
   })
