@@ -14,15 +14,18 @@ export interface StoredEvent {
   readonly lease?: number
   /** The stored event itself, for the events stored one per message. */
   readonly payload?: Readonly<Record<string, unknown>>
+  /** When the log stored its message (wall clock, ms), where the read asked for it. */
+  readonly time?: number
 }
 
 /**
  * Only the small events are decoded: a chunked part of a large one is not JSON on its own. A lane
  * window gives each of its row events, all at the window's seq.
  */
-const decode = (seq: number, subject: string, data: Uint8Array): Array<StoredEvent> => {
+const decode = (seq: number, subject: string, data: Uint8Array, time?: number): Array<StoredEvent> => {
   const type = subject.slice(subject.lastIndexOf(".") + 1)
-  if (type === "rows_added" || type === "row_bodies") return [{ seq, subject, type }]
+  const stored = time === undefined ? {} : { time }
+  if (type === "rows_added" || type === "row_bodies") return [{ seq, subject, type, ...stored }]
   let payload: { type?: string; row?: number; attempt?: number; lease?: number; events?: Array<{ type: string; row: number; attempt: number }> }
   try {
     payload = JSON.parse(Buffer.from(data).toString("utf8"))
@@ -30,8 +33,8 @@ const decode = (seq: number, subject: string, data: Uint8Array): Array<StoredEve
     // A part of a chunked window: the part that completes it is decoded whole by the service, not here.
     return []
   }
-  if (payload.type === "lane_window") return (payload.events ?? []).map((e) => ({ seq, subject, type: e.type, row: e.row, attempt: e.attempt, lease: payload.lease! }))
-  return [{ seq, subject, type, payload, ...(payload.row === undefined ? {} : { row: payload.row, attempt: payload.attempt }) }]
+  if (payload.type === "lane_window") return (payload.events ?? []).map((e) => ({ seq, subject, type: e.type, row: e.row, attempt: e.attempt, lease: payload.lease!, ...stored }))
+  return [{ seq, subject, type, payload, ...(payload.row === undefined ? {} : { row: payload.row, attempt: payload.attempt }), ...stored }]
 }
 
 /** One batch's history straight from the embedded log's file, bypassing the service's adapter. */
@@ -100,7 +103,7 @@ const laneOf = (data: Uint8Array): StoredLane | undefined => {
   }
 }
 
-const byAggregate = (messages: Iterable<{ seq: number; subject: string; data: Uint8Array }>): StoredLog => {
+const byAggregate = (messages: Iterable<{ seq: number; subject: string; data: Uint8Array; time: number }>): StoredLog => {
   const events = new Map<string, Array<StoredEvent>>()
   const lanes = new Map<string, Array<StoredLane>>()
   for (const m of messages) {
@@ -108,7 +111,7 @@ const byAggregate = (messages: Iterable<{ seq: number; subject: string; data: Ui
     if (id === undefined) continue
     let list = events.get(id)
     if (list === undefined) events.set(id, (list = []))
-    list.push(...decode(m.seq, m.subject, m.data))
+    list.push(...decode(m.seq, m.subject, m.data, m.time))
     if (m.subject.split(".", 4)[2] !== "lane") continue
     const lane = laneOf(m.data)
     if (lane !== undefined) lanes.set(id, [...(lanes.get(id) ?? []), lane])
@@ -129,8 +132,8 @@ export const storedLogByAggregate = async (where: { dataDir: string; natsUrl?: s
     const db = new Database(join(where.dataDir, "log.sqlite"), { readonly: true })
     try {
       const rows = db
-        .prepare("SELECT seq, subject, data FROM messages WHERE subject LIKE 'batch.%' OR subject LIKE 'response.%' ORDER BY seq")
-        .all() as Array<{ seq: number; subject: string; data: Buffer }>
+        .prepare("SELECT seq, subject, data, time FROM messages WHERE subject LIKE 'batch.%' OR subject LIKE 'response.%' ORDER BY seq")
+        .all() as Array<{ seq: number; subject: string; data: Buffer; time: number }>
       return byAggregate(rows)
     } finally {
       db.close()
@@ -139,11 +142,11 @@ export const storedLogByAggregate = async (where: { dataDir: string; natsUrl?: s
   const nc = await connect({ servers: where.natsUrl.split(","), timeout: 5_000 })
   try {
     const last = (await (await jetstreamManager(nc)).streams.info("SLUICE")).state.last_seq
-    const messages: Array<{ seq: number; subject: string; data: Uint8Array }> = []
+    const messages: Array<{ seq: number; subject: string; data: Uint8Array; time: number }> = []
     if (last > 0) {
       const consumer = await jetstream(nc).consumers.get("SLUICE")
       for await (const m of await consumer.consume()) {
-        messages.push({ seq: m.seq, subject: m.subject, data: m.data })
+        messages.push({ seq: m.seq, subject: m.subject, data: m.data, time: m.info.timestampNanos / 1e6 })
         if (m.seq >= last) break
       }
     }

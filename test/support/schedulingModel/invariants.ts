@@ -55,5 +55,5 @@ export const checkInvariants = async (w: World) => {
     const since = w.held.get(account)
     if (since !== undefined) expect(received(w, account)).toBeLessThanOrEqual(since + ACCOUNT_CONCURRENCY)
   }
-  await checkPriorities(w)
+  await checkPriorities(w, log.events)
 }

@@ -1,7 +1,7 @@
 import { expect } from "vitest"
 import type { Priority } from "../../../src/domain/scheduling/priority.js"
 import { HIGH_STARTS } from "../../../src/domain/scheduling/shares.js"
-import { type StoredLane, storedLaneOwner } from "../storedEvents.js"
+import { type StoredEvent, type StoredLane, storedLaneOwner } from "../storedEvents.js"
 import { ACCOUNTS, MODEL_SLOTS, type Stretch, type World, api } from "./world.js"
 
 /*
@@ -10,7 +10,7 @@ import { ACCOUNTS, MODEL_SLOTS, type Stretch, type World, api } from "./world.js
  * started or was cut off. Whatever a crash or a retry runs again is an arrival like any other.
  *
  * A row waits from when its model's owner had claimed its batch (its lane window in the log: the owner
- * queues the rows as soon as the claim is stored) until it first arrives, unless a step may have ended it
+ * queues the rows as soon as the claim is stored) until it was first taken, unless a step may have ended it
  * otherwise: a cancel of it or its stream, its key revoked or its account suspended (noted by those steps
  * in `mayHaveEnded`), its start-by time come near (the clock moved). Quotas, tiers and the account's
  * slots hold all of an account's batches at once, and so the order among them.
@@ -20,7 +20,12 @@ import { ACCOUNTS, MODEL_SLOTS, type Stretch, type World, api } from "./world.js
 const QUEUED_AFTER_CLAIM_MS = 100
 /** How long after an instance started, stopped or was cut off, or a model changed hands, a stretch starts: the owner takes its batches. */
 const SETTLED_WITHIN_MS = 1_500
-/** How long before its arrival a request may have been taken for its slot. */
+/**
+ * How long before a row's start was stored, or before it arrived, it may have been taken for its slot. Its
+ * arrival alone does not bound it: a row whose batch another instance created, or that must read its body
+ * from the log, holds its slot while it reads (hundreds of ms on a busy machine), and the start is stored
+ * as the call goes out.
+ */
 const SENT_WITHIN_MS = 200
 /**
  * A row whose start-by time is nearer than this may start ahead of its turn for it (at the slowest rate a
@@ -62,6 +67,19 @@ export const awaitClaim = async (w: World, id: string, account: number) => {
   }
 }
 
+/** When each request the test made first began: the earlier of its first start stored in the log and its first arrival. */
+const firstBegun = (w: World, log: ReadonlyMap<string, ReadonlyArray<StoredEvent>>, arrivals: ReadonlyArray<{ readonly text: string; readonly at: number }>) => {
+  const begun = new Map<string, number>()
+  const note = (text: string, at: number) => begun.set(text, Math.min(at, begun.get(text) ?? at))
+  for (const a of arrivals) if (!begun.has(a.text)) begun.set(a.text, a.at)
+  const starts = (id: string, texts: ReadonlyArray<string>) => {
+    for (const e of log.get(id) ?? []) if (e.type === "row_started" && e.row !== undefined && e.time !== undefined && texts[e.row] !== undefined) note(texts[e.row]!, e.time)
+  }
+  for (const b of w.batches) starts(b.id, b.requests.map((r) => r.text))
+  for (const r of w.responses) starts(r.id, [r.sent.text])
+  return begun
+}
+
 /** Every request the test made, by its text: batch rows, queued responses and flex requests (standard, not judged). */
 const itemsByText = (w: World) => {
   const items = new Map<string, Item>()
@@ -86,13 +104,13 @@ const disruptions = (w: World) => w.generations.reduce((a, b) => a + b, 0) + w.p
 
 /**
  * Judged over the stretch, for each standard or high row while it waited (from its claim, or the
- * stretch's start, until shortly before it first arrived, or until now if it has not):
+ * stretch's start, until shortly before it first began, or until now if it has not):
  * - no background row first arrives: background takes only slots nothing else wants;
  * - if it is standard, at most HIGH_STARTS high requests arrive per standard one, plus a round of the
  *   model's slots (taken in one order, arriving in another): high work never starves it. High rows near
  *   their start-by time are left out, as they may start ahead of every turn.
  */
-export const checkPriorities = async (w: World) => {
+export const checkPriorities = async (w: World, log: ReadonlyMap<string, ReadonlyArray<StoredEvent>>) => {
   if (w.partition !== undefined) {
     w.stretch = undefined
     return
@@ -109,10 +127,11 @@ export const checkPriorities = async (w: World) => {
   for (const account of ACCOUNTS.keys()) {
     const model = `m-${account}`
     const all = w.upstreams[account]!.arrivals()
-    const firstAt = new Map<string, number>()
-    for (const a of all) if (!firstAt.has(a.text)) firstAt.set(a.text, a.at)
+    const firstAt = firstBegun(w, log, all)
     const arrivals = all.filter((a) => a.at >= since).map((a) => ({ ...a, item: items.get(a.text) }))
-    const backgroundFirsts = arrivals.filter((a) => a.item?.priority === "background" && firstAt.get(a.text) === a.at)
+    const backgroundFirsts = [...firstAt]
+      .filter(([text, at]) => at >= since && items.get(text)?.account === account && items.get(text)?.priority === "background")
+      .map(([text, at]) => ({ text, at }))
     const inShares = (a: (typeof arrivals)[number]) => a.item?.priority === "high" && a.item.startBy !== undefined && a.item.startBy - clock > DEADLINE_HORIZON_MS
     for (const [text, item] of items) {
       if (item.account !== account || item.priority === "background" || !item.judged || w.mayHaveEnded.has(item.id)) continue
