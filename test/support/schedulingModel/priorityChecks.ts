@@ -6,7 +6,7 @@ import { ACCOUNTS, MODEL_SLOTS, type Stretch, type World, api } from "./world.js
 
 /*
  * The order rows start in between priorities, judged from the upstream's log of arrivals (each model is
- * one account's) over a stretch: a time in which every model kept its owner and no instance stopped,
+ * one account's) and the starts the log stored, over a stretch: a time in which every model kept its owner and no instance stopped,
  * started or was cut off. Whatever a crash or a retry runs again is an arrival like any other.
  *
  * A row waits from when its model's owner had claimed its batch (its lane window in the log: the owner
@@ -67,17 +67,18 @@ export const awaitClaim = async (w: World, id: string, account: number) => {
   }
 }
 
-/** When each request the test made first began: the earlier of its first start stored in the log and its first arrival. */
-const firstBegun = (w: World, log: ReadonlyMap<string, ReadonlyArray<StoredEvent>>, arrivals: ReadonlyArray<{ readonly text: string; readonly at: number }>) => {
-  const begun = new Map<string, number>()
-  const note = (text: string, at: number) => begun.set(text, Math.min(at, begun.get(text) ?? at))
-  for (const a of arrivals) if (!begun.has(a.text)) begun.set(a.text, a.at)
-  const starts = (id: string, texts: ReadonlyArray<string>) => {
-    for (const e of log.get(id) ?? []) if (e.type === "row_started" && e.row !== undefined && e.time !== undefined && texts[e.row] !== undefined) note(texts[e.row]!, e.time)
+/** When the log stored each request's first start (wall clock), by its text. */
+const storedStarts = (w: World, log: ReadonlyMap<string, ReadonlyArray<StoredEvent>>) => {
+  const started = new Map<string, number>()
+  const note = (id: string, texts: ReadonlyArray<string>) => {
+    for (const e of log.get(id) ?? []) {
+      const text = e.type === "row_started" && e.row !== undefined ? texts[e.row] : undefined
+      if (text !== undefined && e.time !== undefined && !started.has(text)) started.set(text, e.time)
+    }
   }
-  for (const b of w.batches) starts(b.id, b.requests.map((r) => r.text))
-  for (const r of w.responses) starts(r.id, [r.sent.text])
-  return begun
+  for (const b of w.batches) note(b.id, b.requests.map((r) => r.text))
+  for (const r of w.responses) note(r.id, [r.sent.text])
+  return started
 }
 
 /** Every request the test made, by its text: batch rows, queued responses and flex requests (standard, not judged). */
@@ -104,8 +105,9 @@ const disruptions = (w: World) => w.generations.reduce((a, b) => a + b, 0) + w.p
 
 /**
  * Judged over the stretch, for each standard or high row while it waited (from its claim, or the
- * stretch's start, until shortly before it first began, or until now if it has not):
- * - no background row first arrives: background takes only slots nothing else wants;
+ * stretch's start, until shortly before it first began, or until now if it has not), a row beginning
+ * when the earlier of its first start stored in the log and its first arrival:
+ * - no background row first begins: background takes only slots nothing else wants;
  * - if it is standard, at most HIGH_STARTS high requests arrive per standard one, plus a round of the
  *   model's slots (taken in one order, arriving in another): high work never starves it. High rows near
  *   their start-by time are left out, as they may start ahead of every turn.
@@ -124,10 +126,13 @@ export const checkPriorities = async (w: World, log: ReadonlyMap<string, Readonl
   const now = Date.now()
   const clock = await w.sluices[0]!.now()
   const items = itemsByText(w)
+  const started = storedStarts(w, log)
   for (const account of ACCOUNTS.keys()) {
     const model = `m-${account}`
     const all = w.upstreams[account]!.arrivals()
-    const firstAt = firstBegun(w, log, all)
+    const firstAt = new Map<string, number>()
+    for (const a of all) if (!firstAt.has(a.text)) firstAt.set(a.text, Math.min(a.at, started.get(a.text) ?? a.at))
+    for (const [text, at] of started) if (!firstAt.has(text) && items.get(text)?.account === account) firstAt.set(text, at)
     const arrivals = all.filter((a) => a.at >= since).map((a) => ({ ...a, item: items.get(a.text) }))
     const backgroundFirsts = [...firstAt]
       .filter(([text, at]) => at >= since && items.get(text)?.account === account && items.get(text)?.priority === "background")
