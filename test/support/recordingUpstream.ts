@@ -13,6 +13,8 @@ export interface RecordingUpstream {
    * gone: a request of a process that crashed ends with it, though the model server may finish it.
    */
   maxInFlight(): number
+  /** When the most were first open at once, and which (their last user messages, or the path), to name them in a failure. */
+  peak(): { readonly at: number; readonly open: ReadonlyArray<string> } | undefined
   close(): Promise<void>
 }
 
@@ -41,8 +43,9 @@ const lastUserText = (body: Buffer): string | undefined => {
 export const startRecordingUpstream = async (target: string): Promise<RecordingUpstream> => {
   const calls = new Map<string, number>()
   const arrived: Array<{ readonly text: string; readonly at: number }> = []
-  let inFlight = 0
+  const open = new Set<{ readonly text: string }>()
   let mostInFlight = 0
+  let peak: { readonly at: number; readonly open: ReadonlyArray<string> } | undefined
   const server = createServer((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
@@ -54,8 +57,13 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
           calls.set(text, (calls.get(text) ?? 0) + 1)
           arrived.push({ text, at: Date.now() })
         }
-        mostInFlight = Math.max(mostInFlight, ++inFlight)
-        res.once("close", () => inFlight--)
+        const call = { text: text ?? req.url }
+        open.add(call)
+        if (open.size > mostInFlight) {
+          mostInFlight = open.size
+          peak = { at: Date.now(), open: [...open].map((c) => c.text) }
+        }
+        res.once("close", () => open.delete(call))
       }
       const onward = request(`${target}${req.url ?? "/"}`, { method: req.method, headers: req.headers }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
@@ -74,6 +82,7 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
     calls: (text) => calls.get(text) ?? 0,
     arrivals: () => arrived,
     maxInFlight: () => mostInFlight,
+    peak: () => peak,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

@@ -50,10 +50,11 @@ export const checkInvariants = async (w: World) => {
   for (const flex of w.flexes) expectCallsWithinBound(w, flex.account, flex.sent, flex.until, `flex '${flex.sent.text}'`)
   for (const [account, upstream] of w.upstreams.entries()) {
     // One model per account: its upstream never had more calls open than the model's slots or the account's concurrency, flex requests included.
-    expect(upstream.maxInFlight()).toBeLessThanOrEqual(Math.min(MODEL_SLOTS, ACCOUNT_CONCURRENCY))
+    const peak = upstream.peak()
+    expect(upstream.maxInFlight(), `${ACCOUNTS[account]}: calls open at once at ${peak?.at}: ${peak?.open.join(", ")}`).toBeLessThanOrEqual(Math.min(MODEL_SLOTS, ACCOUNT_CONCURRENCY))
     // A paused or waiting account's batches, responses and flex requests start nothing.
     const since = w.held.get(account)
-    if (since !== undefined) expect(received(w, account)).toBeLessThanOrEqual(since + ACCOUNT_CONCURRENCY)
+    if (since !== undefined) expect(received(w, account), `${ACCOUNTS[account]}: requests received since it was held (${since} then)`).toBeLessThanOrEqual(since + ACCOUNT_CONCURRENCY)
   }
   await checkPriorities(w, log.events)
 }
