@@ -44,7 +44,6 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
   const calls = new Map<string, number>()
   const arrived: Array<{ readonly text: string; readonly at: number }> = []
   const open = new Set<{ readonly text: string }>()
-  let mostInFlight = 0
   let peak: { readonly at: number; readonly open: ReadonlyArray<string> } | undefined
   const server = createServer((req, res) => {
     const chunks: Array<Buffer> = []
@@ -59,10 +58,7 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
         }
         const call = { text: text ?? req.url }
         open.add(call)
-        if (open.size > mostInFlight) {
-          mostInFlight = open.size
-          peak = { at: Date.now(), open: [...open].map((c) => c.text) }
-        }
+        if (open.size > (peak?.open.length ?? 0)) peak = { at: Date.now(), open: [...open].map((c) => c.text) }
         res.once("close", () => open.delete(call))
       }
       const onward = request(`${target}${req.url ?? "/"}`, { method: req.method, headers: req.headers }, (answer) => {
@@ -81,7 +77,7 @@ export const startRecordingUpstream = async (target: string): Promise<RecordingU
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     calls: (text) => calls.get(text) ?? 0,
     arrivals: () => arrived,
-    maxInFlight: () => mostInFlight,
+    maxInFlight: () => peak?.open.length ?? 0,
     peak: () => peak,
     close: () =>
       new Promise<void>((resolve) => {
